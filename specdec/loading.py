@@ -1,0 +1,134 @@
+"""Loading target and draft models from a Hub id, a local folder, a GGUF file or an offline name."""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+
+
+Log = Callable[[str], None]
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+          "float16": torch.float16, "fp16": torch.float16}
+
+
+class TokenizerMismatch(ValueError):
+    """The draft does not speak the target's token ids, so its drafts cannot be verified."""
+
+
+@dataclass(frozen=True)
+class Loaded:
+    name: str
+    model: torch.nn.Module
+    tokenizer: object
+    device: torch.device
+    dtype: torch.dtype
+
+    @property
+    def eos_ids(self) -> list[int]:
+        return eos_ids(self.model, self.tokenizer)
+
+
+def pick_device(name: str | None = None) -> torch.device:
+    """CUDA, then MPS, then CPU, unless a device is named."""
+    if name:
+        return torch.device(name)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def pick_dtype(device: torch.device, name: str | None = None) -> torch.dtype:
+    """bf16 on a GPU, fp32 on CPU (a 2-core AVX2 CPU gains little from bf16), unless named."""
+    if name:
+        if name not in DTYPES:
+            raise ValueError(f"unknown dtype {name!r}; choose one of {sorted(DTYPES)}")
+        return DTYPES[name]
+    return torch.float32 if device.type == "cpu" else torch.bfloat16
+
+
+def resolve(spec: str, log: Log = print) -> str:
+    """What from_pretrained should read: an offline name or GGUF file becomes a cached safetensors
+    folder (converted once), a folder stays a folder, anything else is taken as a Hub id."""
+    from . import offline  # lazy: fetching code is only needed for offline names and GGUF files
+
+    folder = offline.resolve_offline(spec, log=log)
+    if folder is not None:
+        return str(folder)
+    path = Path(os.path.expanduser(spec))
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise FileNotFoundError(f"GGUF file not found: {path}")
+        return str(offline.gguf_to_folder(path, log=log))
+    if path.is_dir():
+        return str(path)
+    if spec.startswith((".", "/", "~")) or spec.count("/") > 1:
+        raise FileNotFoundError(f"model folder not found: {spec}")
+    return spec
+
+
+def load_model(
+    spec: str,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | str | None = None,
+    trust_remote_code: bool = False,
+    log: Log = print,
+) -> Loaded:
+    device = pick_device(device) if not isinstance(device, torch.device) else device
+    dtype = dtype if isinstance(dtype, torch.dtype) else pick_dtype(device, dtype)
+    source = resolve(spec, log=log)
+    start = time.perf_counter()
+    log(f"loading {spec} ({dtype}, {device})")
+    kwargs: dict = {"dtype": dtype, "trust_remote_code": trust_remote_code}
+    if device.type == "cuda":
+        # More than one GPU: let accelerate split the layers across them.
+        kwargs["device_map"] = "auto" if torch.cuda.device_count() > 1 else {"": device}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
+    except ValueError as error:
+        if "trust_remote_code" in str(error):
+            raise ValueError(f"{spec} needs trust_remote_code=True to load; it runs code from the model repo, "
+                             "so specdec only does that when asked") from error
+        raise
+    if device.type != "cuda":
+        model = model.to(device)
+    model.eval()
+    log(f"loaded {spec}: {sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters "
+        f"in {time.perf_counter() - start:.1f}s")
+    return Loaded(spec, model, tokenizer, device, dtype)
+
+
+def eos_ids(model, tokenizer) -> list[int]:
+    ids = model.generation_config.eos_token_id if model.generation_config else None
+    ids = [ids] if isinstance(ids, int) else list(ids or [])
+    if tokenizer.eos_token_id is not None:
+        ids.append(tokenizer.eos_token_id)
+    return sorted(set(ids))
+
+
+def check_tokenizers(target, draft) -> None:
+    """Raise TokenizerMismatch unless the two tokenizers map every token to the same id and agree
+    on special tokens. Embedding sizes may differ (pairs pad their vocabularies differently); the
+    token-to-id maps may not."""
+    problems = []
+    tv, dv = target.get_vocab(), draft.get_vocab()
+    if tv != dv:
+        only_target = sorted(set(tv) - set(dv), key=tv.get)[:3]
+        only_draft = sorted(set(dv) - set(tv), key=dv.get)[:3]
+        moved = [t for t in tv if t in dv and tv[t] != dv[t]][:3]
+        problems.append(f"vocabularies differ ({len(tv)} vs {len(dv)} tokens; only in target: {only_target}, "
+                        f"only in draft: {only_draft}, different ids: {[(t, tv[t], dv[t]) for t in moved]})")
+    for attr in ("bos_token", "eos_token", "unk_token"):
+        a, b = getattr(target, attr, None), getattr(draft, attr, None)
+        if str(a) != str(b):
+            problems.append(f"{attr} differs: target {a!r}, draft {b!r}")
+    if problems:
+        raise TokenizerMismatch("draft tokenizer does not match the target's: " + "; ".join(problems))

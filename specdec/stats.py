@@ -1,0 +1,84 @@
+"""Acceptance statistics and the alpha-geometric theory (Leviathan et al. 2023, section 3).
+
+Model: each drafted token is accepted independently with probability alpha, so with gamma drafted
+tokens the number accepted N is a geometric variable truncated at gamma:
+    P(N = n) = alpha^n (1 - alpha)  for n < gamma,    P(N = gamma) = alpha^gamma.
+A round adds N + 1 tokens, so E[tokens/round] = tau = (1 - alpha^(gamma+1)) / (1 - alpha), and with a
+draft costing c target-steps per token, the expected speedup is tau / (gamma c + 1).
+"""
+from __future__ import annotations
+
+import statistics
+from typing import Sequence
+
+
+def alpha_mle(drafted: Sequence[int], accepted: Sequence[int]) -> float | None:
+    """Maximum-likelihood alpha of the truncated geometric model, rounds of any draft length.
+
+    log L = (sum n) log alpha + R log(1 - alpha), R = rounds that ended in a rejection,
+    so alpha_hat = sum n / (sum n + R). None when no token was drafted.
+    """
+    rounds = [(m, n) for m, n in zip(drafted, accepted) if m > 0]
+    if not rounds:
+        return None
+    kept = sum(n for _, n in rounds)
+    rejections = sum(1 for m, n in rounds if n < m)
+    return kept / (kept + rejections) if kept + rejections else None
+
+
+def alpha_naive(drafted: Sequence[int], accepted: Sequence[int]) -> float | None:
+    """accepted / drafted. Biased low: positions after a rejection are never tested but count."""
+    total = sum(drafted)
+    return sum(accepted) / total if total else None
+
+
+def alpha_analytic(per_position: Sequence[Sequence[float]]) -> float | None:
+    """Mean over drafted positions of beta = sum_x min(p(x), q(x))."""
+    values = [a for row in per_position for a in row]
+    return statistics.fmean(values) if values else None
+
+
+def tau(alpha: float, gamma: int) -> float:
+    """Expected tokens per round, (1 - alpha^(gamma+1)) / (1 - alpha); gamma + 1 at alpha = 1."""
+    if alpha >= 1.0:
+        return gamma + 1.0
+    return (1.0 - alpha ** (gamma + 1)) / (1.0 - alpha)
+
+
+def accepted_pmf(alpha: float, gamma: int) -> list[float]:
+    """P(N = n) for n = 0..gamma under the truncated geometric model."""
+    return [alpha**n * (1.0 - alpha) for n in range(gamma)] + [alpha**gamma]
+
+
+def predicted_speedup(alpha: float, gamma: int, c: float, verify_cost: float = 1.0) -> float:
+    """tau / (gamma c + verify_cost). verify_cost = 1 is the paper's assumption that checking
+    gamma + 1 tokens costs one target step; on a small CPU it does not, so callers can pass the
+    measured ratio."""
+    return tau(alpha, gamma) / (gamma * c + verify_cost)
+
+
+def cost_ratio(draft_seconds: float, drafted_tokens: int, target_seconds_per_token: float) -> float | None:
+    """c: seconds per drafted token over seconds per standard target step."""
+    if drafted_tokens == 0 or target_seconds_per_token <= 0:
+        return None
+    return (draft_seconds / drafted_tokens) / target_seconds_per_token
+
+
+def position_acceptance(drafted: Sequence[int], accepted: Sequence[int]) -> list[float | None]:
+    """For each draft position i (1-based), P(position i accepted | positions before it were).
+
+    The alpha-geometric model says every entry equals alpha; a falling curve shows it does not hold.
+    """
+    longest = max(drafted, default=0)
+    rates: list[float | None] = []
+    for i in range(1, longest + 1):
+        tested = sum(1 for m, n in zip(drafted, accepted) if m >= i and n >= i - 1)
+        kept = sum(1 for n in accepted if n >= i)
+        rates.append(kept / tested if tested else None)
+    return rates
+
+
+def median_step_seconds(seconds: Sequence[float]) -> float:
+    """Median time of a decode step, leaving out the first (which carries the prefill)."""
+    steps = list(seconds[1:]) or list(seconds)
+    return statistics.median(steps) if steps else 0.0

@@ -1,0 +1,40 @@
+"""Prompts in, text out: chat templating and incremental detokenisation."""
+from __future__ import annotations
+
+
+def encode_prompt(tokenizer, prompt: str, raw: bool = False) -> list[int]:
+    """Token ids of the prompt; by default wrapped in the model's chat template as one user turn."""
+    if raw or not getattr(tokenizer, "chat_template", None):
+        return tokenizer(prompt, add_special_tokens=True)["input_ids"]
+    messages = [{"role": "user", "content": prompt}]
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    if hasattr(ids, "keys"):  # transformers 5 returns a BatchEncoding
+        ids = ids["input_ids"]
+    return list(ids)
+
+
+class Detokenizer:
+    """Text pieces per token, for streaming and colouring.
+
+    A token can end inside a multi-byte character; its piece is then empty and the character comes
+    out with the token that completes it. Decoding a short window (prefix..end) keeps this O(1) per
+    token while letting the tokenizer see the context it needs for spaces.
+    """
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self.ids: list[int] = []
+        self.prefix = 0  # start of the context window
+        self.read = 0  # end of what has been emitted
+
+    def add(self, token: int) -> str:
+        self.ids.append(token)
+        seen = self._decode(self.ids[self.prefix : self.read])
+        full = self._decode(self.ids[self.prefix :])
+        if len(full) > len(seen) and not full.endswith("\ufffd"):
+            self.prefix, self.read = self.read, len(self.ids)
+            return full[len(seen) :]
+        return ""
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)

@@ -1,0 +1,51 @@
+"""Small seeded random models built from configs, shared by the tests."""
+from __future__ import annotations
+
+import copy
+import os
+
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "integration: loads the real embedded SmolLM2 model (slower)")
+    config.addinivalue_line("markers", "browser: drives the app in headless Chromium")
+
+
+def tiny_model(arch: str = "llama", seed: int = 0, vocab: int = 96, layers: int = 2, hidden: int = 64):
+    """A random causal LM. initializer_range is large so next-token distributions are peaked
+    enough that argmax is never a near-tie (greedy comparisons are then well defined)."""
+    torch.manual_seed(seed)
+    common = dict(
+        vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+        initializer_range=0.2, tie_word_embeddings=False, bos_token_id=0, eos_token_id=1, pad_token_id=2,
+    )
+    config = LlamaConfig(**common) if arch == "llama" else Qwen2Config(**common, use_sliding_window=False)
+    cls = LlamaForCausalLM if arch == "llama" else Qwen2ForCausalLM
+    return cls(config).eval()
+
+
+def perturbed(model, noise: float, seed: int = 1):
+    """A draft that agrees with the target often but not always: the target plus weight noise."""
+    torch.manual_seed(seed)
+    draft = copy.deepcopy(model)
+    with torch.no_grad():
+        for p in draft.parameters():
+            p.add_(noise * p.std() * torch.randn_like(p))
+    return draft
+
+
+@pytest.fixture(scope="session")
+def llama():
+    return tiny_model("llama", seed=0)
+
+
+@pytest.fixture(scope="session")
+def qwen():
+    return tiny_model("qwen2", seed=3)
