@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> None:
         from .bench import main as bench_main
 
         return bench_main(argv[1:])
+    from .offline import FetchError
+
     args = build_parser().parse_args(argv)
     try:
         if args.command == "generate":
@@ -99,5 +101,5 @@ def main(argv: list[str] | None = None) -> None:
             from .offline import fetch_cli
 
             fetch_cli(args.which)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, FetchError) as error:
         raise SystemExit(f"error: {error}") from error

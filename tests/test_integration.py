@@ -1,0 +1,79 @@
+"""The real embedded SmolLM2-135M-Instruct: exactness, text and the CLI, end to end."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from specdec import Pair, Request, Sampling, Speculation, load_model
+from specdec.text import Detokenizer
+
+pytestmark = pytest.mark.integration
+
+PROMPTS = [
+    "Write a Python function that returns the n-th Fibonacci number.",
+    "Repeat this list exactly: apples, pears, plums, apples, pears, plums.",
+    "Explain in two sentences what a KV cache is.",
+]
+
+
+@pytest.fixture(scope="module")
+def embedded():
+    return load_model("embedded", device="cpu")
+
+
+@pytest.mark.parametrize("drafter,k", [("prompt-lookup", 3), ("prompt-lookup", 8), ("draft-model", 5)])
+def test_greedy_speculative_is_token_identical(embedded, drafter, k):
+    # draft-model uses the target as its own draft: every token is accepted, the full-round path.
+    pair = Pair(embedded, embedded if drafter == "draft-model" else None)
+    for prompt in PROMPTS[: 2 if drafter == "draft-model" else 3]:
+        request = Request(prompt, max_new_tokens=40, spec=Speculation(k=k), drafter=drafter)
+        ids = pair.prompt_ids(request)
+        standard = [e.token for e in pair.standard(request, ids)]
+        rounds = list(pair.speculative(request, ids))
+        assert [t for r in rounds for t in r.tokens] == standard
+        if drafter == "draft-model":
+            assert all(r.accepted == len(r.drafted) for r in rounds)
+
+
+def test_chat_answer_stops_at_im_end(embedded):
+    pair = Pair(embedded)
+    request = Request("Reply with the single word: yes", max_new_tokens=60, drafter="prompt-lookup")
+    rounds = list(pair.speculative(request))
+    tokens = [t for r in rounds for t in r.tokens]
+    im_end = embedded.tokenizer.convert_tokens_to_ids("<|im_end|>")
+    assert im_end in embedded.eos_ids
+    assert tokens[-1] == im_end and len(tokens) < 60
+
+
+def test_sampled_runs_are_seeded(embedded):
+    pair = Pair(embedded)
+    make = lambda seed: Request(PROMPTS[2], 24, Sampling(temperature=0.9, top_p=0.95, seed=seed),  # noqa: E731
+                                drafter="prompt-lookup")
+    first = [r.tokens for r in pair.speculative(make(5))]
+    assert first == [r.tokens for r in pair.speculative(make(5))]
+    assert first != [r.tokens for r in pair.speculative(make(6))]
+
+
+def test_detokenizer_pieces_rebuild_the_text(embedded):
+    tok = embedded.tokenizer
+    ids = tok("Café ☕ costs 3€ — naïve résumé 日本語 🙂 done.")["input_ids"]
+    detok = Detokenizer(tok)
+    assert "".join(detok.add(t) for t in ids) == tok.decode(ids, skip_special_tokens=True)
+
+
+def test_cli_generate_json():
+    out = subprocess.run(
+        [sys.executable, "-m", "specdec", "generate", "--target", "embedded", "--drafter", "prompt-lookup",
+         "--prompt", PROMPTS[1], "--k", "4", "--max-new-tokens", "24", "--seed", "0", "--json"],
+        capture_output=True, text=True, timeout=300, check=True,
+    )
+    result = json.loads(out.stdout)
+    assert set(result) == {"standard", "speculative", "stats"}
+    for lane in ("standard", "speculative"):
+        assert {"token_ids", "text", "seconds", "tokens_per_s"} <= set(result[lane])
+    assert result["speculative"]["rounds"] and {"drafted", "accepted"} <= set(result["speculative"]["rounds"][0])
+    stats = result["stats"]
+    assert {"alpha", "tau", "k", "speedup", "predicted_speedup", "identical"} <= set(stats)
+    assert stats["identical"] is True and stats["k"] == 4
+    assert result["standard"]["token_ids"] == result["speculative"]["token_ids"]
