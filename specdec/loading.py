@@ -123,7 +123,7 @@ def check_tokenizers(target, draft) -> None:
     if tv != dv:
         only_target = sorted(set(tv) - set(dv), key=tv.get)[:3]
         only_draft = sorted(set(dv) - set(tv), key=dv.get)[:3]
-        moved = [t for t in tv if t in dv and tv[t] != dv[t]][:3]
+        moved = sorted((t for t in tv if t in dv and tv[t] != dv[t]), key=tv.get)[:3]
         problems.append(f"vocabularies differ ({len(tv)} vs {len(dv)} tokens; only in target: {only_target}, "
                         f"only in draft: {only_draft}, different ids: {[(t, tv[t], dv[t]) for t in moved]})")
     for attr in ("bos_token", "eos_token", "unk_token"):
