@@ -2,6 +2,7 @@
 the benchmarks share."""
 from __future__ import annotations
 
+import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Iterator
 
@@ -86,10 +87,11 @@ def summarize(standard: list[TokenEvent], rounds: list[RoundEvent], k: int) -> d
     spec_seconds = sum(r.seconds for r in rounds)
     step = median_step_seconds([e.seconds for e in standard])
     alpha = alpha_mle(drafted, accepted)
-    c = cost_ratio(sum(r.draft_seconds for r in rounds), sum(drafted), step)
+    # Costs are steady-state, like the standard step: round 0 carries both models' prefill.
+    steady = rounds[1:] or rounds
+    c = cost_ratio(sum(r.draft_seconds for r in steady), sum(len(r.drafted) for r in steady), step)
     # Verify cost: a round's target pass over k + 1 tokens in units of one standard step.
-    verify = [r.verify_seconds for r in rounds[1:]] or [r.verify_seconds for r in rounds]
-    verify_cost = (sum(verify) / len(verify)) / step if verify and step > 0 else None
+    verify_cost = statistics.fmean(r.verify_seconds for r in steady) / step if steady and step > 0 else None
     std_rate = len(std_ids) / std_seconds if std_seconds > 0 else None
     spec_rate = len(spec_ids) / spec_seconds if spec_seconds > 0 else None
     predicted = predicted_speedup(alpha, k, c or 0.0) if alpha is not None else None

@@ -1,0 +1,49 @@
+"""summarize() turns two lanes' events into the CLI's stats; checked on hand-made events."""
+import json
+
+import pytest
+
+from specdec.compare import summarize
+from specdec.events import ACCEPTED, BONUS, CORRECTED, RoundEvent, TokenEvent
+
+
+def token_events(tokens, seconds):
+    return [TokenEvent(i, t, s, i == len(tokens) - 1) for i, (t, s) in enumerate(zip(tokens, seconds))]
+
+
+def round_event(i, drafted, accepted, tokens, draft_s, verify_s):
+    fates = (ACCEPTED,) * accepted + ((BONUS,) if accepted == len(drafted) else (CORRECTED,))
+    return RoundEvent(i, len(drafted), tuple(drafted), accepted, tuple(tokens), fates[: len(tokens)],
+                      draft_s, verify_s, (0.5,) * len(drafted), False)
+
+
+def test_summary_by_hand():
+    std = token_events([5, 6, 7, 8, 9, 10], [0.5, 0.1, 0.1, 0.1, 0.1, 0.1])  # 1.0 s, step 0.1 s
+    rounds = [
+        round_event(0, [5, 6], 2, [5, 6, 7], 0.3, 0.4),  # prefill round: left out of c and verify cost
+        round_event(1, [8, 1], 1, [8, 9], 0.02, 0.2),
+        round_event(2, [10], 1, [10], 0.01, 0.2),  # budget cut the bonus token
+    ]
+    s = summarize(std, rounds, k=2)
+    assert s["identical"] is True
+    assert s["alpha"] == pytest.approx(4 / 5)  # kept 2 + 1 + 1, one rejection
+    assert s["alpha_naive"] == pytest.approx(4 / 5)
+    assert s["alpha_analytic"] == pytest.approx(0.5)
+    assert s["tau"] == pytest.approx(1 + 0.8 + 0.64)
+    assert s["tokens_per_round"] == pytest.approx(6 / 3)
+    assert s["c"] == pytest.approx((0.03 / 3) / 0.1)
+    assert s["verify_cost"] == pytest.approx(2.0)
+    assert s["speedup"] == pytest.approx((6 / 1.13) / (6 / 1.0))
+    assert s["predicted_speedup"] == pytest.approx(s["tau"] / (2 * 0.1 + 1))
+    assert s["predicted_speedup_with_verify_cost"] == pytest.approx(s["tau"] / (2 * 0.1 + 2.0))
+    assert s["position_acceptance"] == pytest.approx([1.0, 0.5])
+    json.dumps(s, allow_nan=False)  # plain JSON
+
+
+def test_summary_when_nothing_was_drafted():
+    std = token_events([5, 6], [0.2, 0.1])
+    rounds = [round_event(0, [], 0, [5], 0.0, 0.2), round_event(1, [], 0, [7], 0.0, 0.1)]
+    s = summarize(std, rounds, k=4)
+    assert s["alpha"] is None and s["tau"] is None and s["predicted_speedup"] is None and s["c"] is None
+    assert s["identical"] is False
+    json.dumps(s, allow_nan=False)
