@@ -18,6 +18,8 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None, help="cuda, mps or cpu (default: the first available)")
     parser.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: bf16 on GPU, fp32 on CPU)")
     parser.add_argument("--trust-remote-code", action="store_true", help="allow model repos to run their own code")
+    parser.add_argument("--draft-quantize", default=None, choices=["int8"],
+                        help="quantize the draft's weights (CPU): faster drafts, same exact output")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,7 +58,8 @@ def load_pair(args, log=None):
     if drafter == "draft-model":
         if not args.draft:
             raise SystemExit("--drafter draft-model needs --draft")
-        draft = load_model(args.draft, target.device, target.dtype, args.trust_remote_code, log=log)
+        draft = load_model(args.draft, target.device, target.dtype, args.trust_remote_code, log=log,
+                           quantize=args.draft_quantize)
     return Pair(target, draft), drafter
 
 
@@ -81,8 +84,9 @@ def generate(args) -> None:
         r = result[lane]
         print(f"--- {lane}: {len(r['token_ids'])} tokens, {r['tokens_per_s']:.2f} tok/s\n{r['text']}\n")
     fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
-    print(f"speedup {fmt(s['speedup'])} (predicted {fmt(s['predicted_speedup'])}), alpha {fmt(s['alpha'])}, "
-          f"tau {fmt(s['tau'])}, k {s['k']}, c {fmt(s['c'])}, identical {s['identical']}")
+    print(f"speedup {fmt(s['speedup'])}; predicted {fmt(s['predicted_speedup'])} if verifying k+1 tokens cost one "
+          f"step, {fmt(s['predicted_speedup_with_verify_cost'])} at the measured {fmt(s['verify_cost'])} steps")
+    print(f"alpha {fmt(s['alpha'])}, tau {fmt(s['tau'])}, k {s['k']}, c {fmt(s['c'])}, identical {s['identical']}")
 
 
 def main(argv: list[str] | None = None) -> None:

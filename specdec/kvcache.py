@@ -27,7 +27,7 @@ class CachedModel:
     def __init__(self, model: torch.nn.Module):
         self.model = model
         self.device = next(model.parameters()).device
-        self.vocab_size = model.get_output_embeddings().weight.shape[0]
+        self.vocab_size = model.get_output_embeddings().out_features  # the logits' width
         self._takes_logits_to_keep = "logits_to_keep" in inspect.signature(model.forward).parameters
         self.reset()
 

@@ -131,3 +131,26 @@ def test_draft_with_other_vocabulary_size_stays_in_target_range():
     padded = fit_vocab(torch.zeros(2, 80), 96)
     assert padded.shape == (2, 96) and torch.isinf(padded[:, 80:]).all() and (padded[:, :80] == 0).all()
     assert fit_vocab(torch.zeros(112), 96).shape == (96,)
+
+
+def test_int8_draft_changes_speed_not_output(models):
+    """A quantized draft is still verified by the full-precision target: the output cannot change."""
+    from specdec.loading import quantize_int8
+
+    target = models["target"]
+    draft = quantize_int8(perturbed(target, 0.0))
+    assert not any(isinstance(m, torch.nn.Linear) and type(m) is torch.nn.Linear for m in draft.modules())
+    for prompt in prompts(3):
+        rounds = run_spec(target, ModelDrafter(draft, target.vocab_size), prompt, 4)
+        assert [t for r in rounds for t in r.tokens] == run_std(target, prompt)
+        assert sum(r.accepted for r in rounds) > 0
+
+
+def test_quantize_settings_are_checked():
+    from specdec.loading import check_quantize
+
+    with pytest.raises(ValueError, match="choose one of"):
+        check_quantize("int4", torch.device("cpu"))
+    with pytest.raises(ValueError, match="CPU only"):
+        check_quantize("int8", torch.device("cuda"))
+    check_quantize(None, torch.device("cuda"))
