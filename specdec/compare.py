@@ -40,7 +40,20 @@ class Pair:
         self._speculative_lane = CachedModel(target.model)
 
     def prompt_ids(self, request: Request) -> list[int]:
-        return encode_prompt(self.tokenizer, request.prompt, raw=request.raw)
+        ids = encode_prompt(self.tokenizer, request.prompt, raw=request.raw)
+        if not ids:
+            raise ValueError("the prompt is empty")
+        self.check_context(len(ids), request)
+        return ids
+
+    def check_context(self, prompt_tokens: int, request: Request) -> None:
+        """The verify pass may run k positions past the last kept token, so that is budgeted too."""
+        models = [self.target] + ([self.draft] if self.draft else [])
+        context = min(getattr(m.model.config, "max_position_embeddings", None) or 10**9 for m in models)
+        needed = prompt_tokens + request.max_new_tokens + request.spec.k_max
+        if needed > context:
+            raise ValueError(f"prompt ({prompt_tokens} tokens) + max_new_tokens ({request.max_new_tokens}) + "
+                             f"k_max ({request.spec.k_max}) exceeds the model's context of {context} tokens")
 
     def standard(self, request: Request, prompt_ids: list[int] | None = None) -> Iterator[TokenEvent]:
         ids = prompt_ids if prompt_ids is not None else self.prompt_ids(request)

@@ -47,3 +47,25 @@ def test_summary_when_nothing_was_drafted():
     assert s["alpha"] is None and s["tau"] is None and s["predicted_speedup"] is None and s["c"] is None
     assert s["identical"] is False
     json.dumps(s, allow_nan=False)
+
+
+def test_context_overflow_is_refused_before_any_model_work():
+    import torch
+    from transformers import PreTrainedTokenizerFast
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from conftest import tiny_model
+    from specdec import Pair, Request
+    from specdec.loading import Loaded
+
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(["<s>", "</s>", "<unk>", "a", "b"])},
+                                         unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="</s>", unk_token="<unk>")
+    model = tiny_model("llama")  # max_position_embeddings = 512
+    pair = Pair(Loaded("tiny", model, tok, torch.device("cpu"), torch.float32))
+    assert len(pair.prompt_ids(Request("a b a b", max_new_tokens=100, raw=True))) == 4
+    with pytest.raises(ValueError, match="exceeds the model's context of 512 tokens"):
+        pair.prompt_ids(Request("a b " * 200, max_new_tokens=200, raw=True))
+    with pytest.raises(ValueError, match="empty"):
+        pair.prompt_ids(Request("", raw=True))
