@@ -31,6 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--prompt", required=True)
     gen.add_argument("--k", type=int, default=4, help="tokens drafted per round")
     gen.add_argument("--adaptive-k", action="store_true", help="grow k after full acceptance, shrink after rejection")
+    gen.add_argument("--confidence", type=float, default=0.0,
+                     help="end a model draft early after a token the draft gives less than this probability")
     gen.add_argument("--max-new-tokens", type=int, default=128)
     gen.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     gen.add_argument("--top-k", type=int, default=0)
@@ -71,7 +73,7 @@ def generate(args) -> None:
         prompt=args.prompt,
         max_new_tokens=args.max_new_tokens,
         sampling=Sampling(args.temperature, args.top_k, args.top_p, args.seed),
-        spec=Speculation(k=args.k, adaptive=args.adaptive_k),
+        spec=Speculation(k=args.k, adaptive=args.adaptive_k, confidence=args.confidence),
         drafter=drafter,
         raw=args.raw,
     )

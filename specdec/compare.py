@@ -62,7 +62,7 @@ class Pair:
     def speculative(self, request: Request, prompt_ids: list[int] | None = None) -> Iterator[RoundEvent]:
         ids = prompt_ids if prompt_ids is not None else self.prompt_ids(request)
         drafter = make_drafter(request.drafter, self.draft.model if self.draft else None,
-                               self._speculative_lane.vocab_size)
+                               self._speculative_lane.vocab_size, request.spec.confidence)
         return speculative_decode(self._speculative_lane, drafter, ids, request.spec, request.sampling,
                                   request.max_new_tokens, self.eos_ids)
 

@@ -36,7 +36,13 @@ class Speculation:
     k: int = 4
     adaptive: bool = False
     k_max: int = 16
+    # A model draft stops early once it drafts a token it gives less than this probability
+    # (transformers' assistant_confidence_threshold; 0 = always draft k). Exactness is unaffected.
+    confidence: float = 0.0
 
     def __post_init__(self) -> None:
         if not (isinstance(self.k, int) and 1 <= self.k <= self.k_max):
             raise ValueError(f"k must be an integer in [1, {self.k_max}], got {self.k!r}")
+        c = self.confidence
+        if not (isinstance(c, (int, float)) and 0.0 <= c < 1.0):
+            raise ValueError(f"confidence must be in [0, 1), got {c!r}")

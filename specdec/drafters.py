@@ -46,9 +46,10 @@ class ModelDrafter:
 
     name = "draft-model"
 
-    def __init__(self, model: torch.nn.Module, target_vocab_size: int):
+    def __init__(self, model: torch.nn.Module, target_vocab_size: int, confidence: float = 0.0):
         self.draft = CachedModel(model)
         self.target_vocab_size = target_vocab_size
+        self.confidence = confidence
 
     def reset(self) -> None:
         self.draft.reset()
@@ -60,12 +61,16 @@ class ModelDrafter:
             logits = fit_vocab(self.draft.logits(ids + tokens, 1)[0], self.target_vocab_size)
             if sampling.greedy:
                 tokens.append(int(logits.argmax()))
-                # The rule ignores q for greedy; softmax at T=1 only feeds the analytic alpha.
+                # The rule ignores q for greedy; softmax at T=1 feeds the analytic alpha and the
+                # confidence stop.
                 rows.append(torch.softmax(logits.float(), -1))
             else:
                 q = probs_from_logits(logits, sampling)
                 tokens.append(sample_from(q, uniforms(1, generator)[0]))
                 rows.append(q)
+            # An unsure draft token is likely rejected, and every token after it is then wasted work.
+            if self.confidence and float(rows[-1][tokens[-1]]) < self.confidence:
+                break
         return Draft(tokens, torch.stack(rows) if rows else None)
 
 
@@ -101,9 +106,10 @@ DRAFTERS: dict[str, str] = {
 }
 
 
-def make_drafter(name: str, draft_model: torch.nn.Module | None, target_vocab_size: int) -> Drafter:
+def make_drafter(name: str, draft_model: torch.nn.Module | None, target_vocab_size: int,
+                 confidence: float = 0.0) -> Drafter:
     factories: dict[str, Callable[[], Drafter]] = {
-        "draft-model": lambda: ModelDrafter(_need(draft_model), target_vocab_size),
+        "draft-model": lambda: ModelDrafter(_need(draft_model), target_vocab_size, confidence),
         "prompt-lookup": PromptLookupDrafter,
     }
     if name not in factories:

@@ -154,3 +154,17 @@ def test_quantize_settings_are_checked():
     with pytest.raises(ValueError, match="CPU only"):
         check_quantize("int8", torch.device("cuda"))
     check_quantize(None, torch.device("cuda"))
+
+
+@pytest.mark.parametrize("sampling", [GREEDY, Sampling(temperature=1.0, seed=4)])
+def test_confidence_stop_shortens_drafts_and_keeps_greedy_exact(models, sampling):
+    target = models["target"]
+    prompt = prompts(1)[0]
+    full = ModelDrafter(models["close"], target.vocab_size)
+    early = ModelDrafter(models["close"], target.vocab_size, confidence=0.9)
+    rounds_full = run_spec(target, full, prompt, 6, sampling)
+    rounds_early = run_spec(target, early, prompt, 6, sampling)
+    assert all(len(r.drafted) == r.k for r in rounds_full)
+    assert any(0 < len(r.drafted) < r.k for r in rounds_early)
+    if sampling.greedy:
+        assert [t for r in rounds_early for t in r.tokens] == run_std(target, prompt)

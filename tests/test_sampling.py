@@ -63,3 +63,9 @@ def test_bad_sampling_settings_name_the_limit(kwargs, needle):
 def test_bad_k_names_the_limit():
     with pytest.raises(ValueError, match=r"k must be an integer in \[1, 16\]"):
         Speculation(k=0)
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.0, float("nan")])
+def test_bad_confidence_names_the_limit(bad):
+    with pytest.raises(ValueError, match=r"confidence must be in \[0, 1\)"):
+        Speculation(k=4, confidence=bad)
