@@ -1,0 +1,281 @@
+"""specdec playground: standard and speculative decoding side by side, streamed live and measured.
+
+    python app.py            # local, any model; SPECDEC_PUBLIC=1 for the public limits
+
+The logic lives in specdec/ (limits, presets, store, session, render, charts, zerogpu); this file
+wires it to Gradio. API endpoints (stable argument order, see README "Gradio API"): /compare,
+/replay, /limits.
+"""
+from __future__ import annotations
+
+import os
+import time
+import uuid
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+import gradio as gr  # noqa: E402
+
+import space_config  # noqa: E402
+from specdec import charts, presets, render  # noqa: E402
+from specdec.compare import Request  # noqa: E402
+from specdec.config import Sampling, Speculation  # noqa: E402
+from specdec.drafters import DRAFTERS  # noqa: E402
+from specdec.limits import Checked, InvalidInput, Limits, check_prompt_tokens, check_request  # noqa: E402
+from specdec.loading import TokenizerMismatch  # noqa: E402
+from specdec.session import SPECULATIVE, STANDARD, Race, lane_pieces, replay_frames, replay_speed  # noqa: E402
+from specdec.store import DEVICE_LOCK, LoadError, ModelStore, free_device_memory, is_out_of_memory, short  # noqa: E402
+from specdec.zerogpu import duration_seconds, gpu  # noqa: E402
+
+DEFAULT_PROMPT = ("Add type hints and a docstring to this function, and return the whole function:\n\n"
+                  "def merge(a, b):\n    out = []\n    while a and b:\n"
+                  "        out.append(a.pop(0) if a[0] < b[0] else b.pop(0))\n    return out + a + b\n")
+TEXT_EVERY, CHARTS_EVERY = 0.08, 1.0  # seconds between streamed text updates / chart and table updates
+CSS = """
+.gradio-container { max-width: 1400px !important; }
+#lanes .lane-text { min-height: 220px; }
+#stats-table table { font-size: 13px; }
+"""
+LAUNCH = {"css": CSS, "theme": gr.themes.Soft(primary_hue="indigo"), "footer_links": ["api", "gradio"]}
+
+
+def _titles(checked: Checked) -> tuple[str, str]:
+    drafter = f"{checked.drafter} ← {checked.draft}" if checked.draft else checked.drafter
+    k = f"k={checked.k}{' adaptive' if checked.adaptive else ''}"
+    return f"Standard · {checked.target}", f"Speculative · {drafter} · {k}"
+
+
+def _lanes(race: Race | None, titles: tuple[str, str], note: str = "") -> tuple[str, str]:
+    if race is None:
+        return (render.lane_html(STANDARD, titles[0], [], 0, 0.0, False, note),
+                render.lane_html(SPECULATIVE, titles[1], [], 0, 0.0, False, note))
+    return tuple(render.lane_html(name, title, lane.pieces, len(lane.token_ids), lane.seconds, lane.finished)
+                 for name, title, lane in ((STANDARD, titles[0], race.standard),
+                                           (SPECULATIVE, titles[1], race.speculative)))
+
+
+def _result(race: Race, checked: Checked, pair) -> dict:
+    """The JSON output: the CLI's stats keys, per-round drafted/accepted, and both lanes' text."""
+    return {**race.stats(), "finished": race.finished, "greedy": checked.temperature == 0.0,
+            "target": checked.target, "draft": checked.draft, "drafter": checked.drafter,
+            "device": str(pair.target.device), "dtype": str(pair.target.dtype).removeprefix("torch."),
+            "standard": race.standard.summary(), "speculative": race.speculative.summary()}
+
+
+def _full_frame(race: Race, checked: Checked, pair, titles, k_max: int, replay=gr.skip()) -> tuple:
+    result = _result(race, checked, pair)
+    table = render.stats_rows(result, result["standard"], result["speculative"], result["greedy"], race.finished)
+    return (*_lanes(race, titles), table, *charts.all_charts(race.rounds, result, k_max), result, replay)
+
+
+def _user_error(error: Exception) -> gr.Error:
+    if isinstance(error, TokenizerMismatch):
+        others = ", ".join(d for d in DRAFTERS if d != "draft-model")
+        return gr.Error(f"{error}. The draft-model drafter needs a draft that shares the target's tokenizer: "
+                        f"pick one from the same family, or use {others}, which needs no draft model.")
+    if isinstance(error, LoadError):
+        return gr.Error(f"{error}. Models loaded before are still loaded and usable.")
+    if is_out_of_memory(error):
+        return gr.Error("CUDA out of memory: the run was stopped, its memory freed and the CUDA cache emptied. "
+                        "Try fewer max_new_tokens, a shorter prompt or a smaller model pair.")
+    return gr.Error(f"generation failed: {short(error)}")
+
+
+def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
+    owner: dict = {}  # pair key -> id of the run allowed to free it
+
+    def _duration(prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed) -> int:
+        needs = [s for s in (target, draft if drafter == "draft-model" else None) if s]
+        return duration_seconds(max_new_tokens, not all(store.is_loaded(s) for s in needs), space_config.ZERO_GPU)
+
+    @gpu(_duration)
+    def compare(prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed):
+        """Standard and speculative decoding of one prompt, streamed side by side."""
+        try:
+            checked = check_request(limits, prompt, target, draft, drafter, k, adaptive_k, temperature, top_p,
+                                    max_new_tokens, seed)
+        except InvalidInput as error:
+            raise gr.Error(str(error)) from None
+        titles = _titles(checked)
+        run_id, pair, key = uuid.uuid4().hex, None, (checked.target, checked.draft)
+        try:
+            yield from _load(checked, titles)
+            pair = store.pair(checked.target, checked.draft, log=lambda message: None)
+            owner[key] = run_id
+            request = Request(checked.prompt, checked.max_new_tokens,
+                              Sampling(checked.temperature, 0, checked.top_p, checked.seed),
+                              Speculation(checked.k, checked.adaptive, k_max=limits.k_max), checked.drafter)
+            prompt_ids = pair.prompt_ids(request)
+            check_prompt_tokens(len(prompt_ids), limits)
+            yield from _race(pair, request, prompt_ids, checked, titles)
+        except (gr.Error, GeneratorExit):
+            raise
+        except InvalidInput as error:
+            raise gr.Error(str(error)) from None
+        except Exception as error:
+            raise _user_error(error) from error
+        finally:
+            with DEVICE_LOCK:
+                if pair is not None and owner.get(key) == run_id:
+                    pair.free()  # both lanes' KV caches; the drafter's goes with the generators
+                free_device_memory()
+
+    def _load(checked: Checked, titles):
+        """Load what is missing on a worker thread, streaming its log lines into the lanes."""
+        import queue
+        import threading
+
+        specs = [s for s in (checked.target, checked.draft) if s and not store.is_loaded(s)]
+        if not specs:
+            return
+        lines: queue.Queue = queue.Queue()
+        outcome: dict = {}
+
+        def work():
+            try:
+                store.pair(checked.target, checked.draft, log=lines.put)
+            except BaseException as error:  # re-raised on the request's thread
+                outcome["error"] = error
+            finally:
+                lines.put(None)
+
+        threading.Thread(target=work, daemon=True).start()
+        note = f"⏳ loading {', '.join(specs)}…"
+        yield (*_lanes(None, titles, note), *[gr.skip()] * 5, {"status": note, "finished": False}, gr.skip())
+        while (line := lines.get()) is not None:
+            note = f"⏳ {line}"
+            yield (*_lanes(None, titles, note), *[gr.skip()] * 5, {"status": note, "finished": False}, gr.skip())
+        if "error" in outcome:
+            raise outcome["error"]
+
+    def _race(pair, request, prompt_ids, checked, titles):
+        warm_key = (checked.target, checked.draft, checked.drafter)
+        if warm_key not in store.warmed:
+            with DEVICE_LOCK:
+                pair.warm_up(request)  # one-time costs (allocator, lazy init) stay off the clocks
+            store.warmed.add(warm_key)
+        race = Race(pair, request, prompt_ids)
+        last_text = last_charts = 0.0
+        for _ in race:
+            now = time.monotonic()
+            if race.finished:
+                break  # the final frame below carries everything at once
+            if now - last_charts >= CHARTS_EVERY:
+                last_text = last_charts = now
+                yield _full_frame(race, checked, pair, titles, limits.k_max)
+            elif now - last_text >= TEXT_EVERY:
+                last_text = now
+                yield (*_lanes(race, titles), *[gr.skip()] * 7)
+        replay = {"steps": race.steps, "titles": titles}
+        yield _full_frame(race, checked, pair, titles, limits.k_max, replay=replay)
+
+    def replay(trace):
+        """Play the last run's two lanes back at their measured pace (sped up past the cap)."""
+        if not trace or not trace.get("steps"):
+            raise gr.Error("nothing to replay yet: run a comparison first")
+        steps, titles = trace["steps"], trace["titles"]
+        speed = replay_speed(steps, replay_max_seconds)
+        label = f" · replay {'1×' if speed == 1 else f'{1 / speed:.2g}×'}"
+        start = time.monotonic()
+        for wall, n_std, n_spec in replay_frames(steps, max_seconds=replay_max_seconds):
+            time.sleep(max(0.0, start + wall - time.monotonic()))
+            lanes = []
+            for name, title, count in ((STANDARD, titles[0], n_std), (SPECULATIVE, titles[1], n_spec)):
+                own = [s for s in steps if s.lane == name]
+                pieces = lane_pieces(steps, name, count)
+                seconds = own[count - 1].at if count else 0.0
+                tokens = sum(1 for _ in pieces)
+                lanes.append(render.lane_html(name, title + label, pieces, tokens, seconds, count == len(own)))
+            yield tuple(lanes)
+
+    def preset_fields(label):
+        preset = presets.BY_LABEL.get(label, presets.DEFAULT)
+        status = "" if preset.available() else " **Not fetched yet.**"
+        return preset.target, preset.draft, preset.drafter, f"{preset.note}.{status}"
+
+    def limits_info() -> dict:
+        """The app's limits, drafters and presets, so clients can validate before sending."""
+        return {"limits": limits.as_dict(), "drafters": DRAFTERS, "public": limits.allowlist is not None,
+                "presets": [{"label": p.label, "target": p.target, "draft": p.draft, "drafter": p.drafter,
+                             "available": p.available()} for p in presets.PRESETS],
+                "loaded": store.loaded()}
+
+    return compare, replay, preset_fields, limits_info
+
+
+def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
+               queue_max_size: int | None = None, replay_max_seconds: float | None = None) -> gr.Blocks:
+    limits = limits or space_config.limits()
+    store = store or ModelStore(space_config.MAX_LOADED_MODELS)
+    compare, replay, preset_fields, limits_info = make_handlers(
+        limits, store, replay_max_seconds or space_config.REPLAY_MAX_SECONDS)
+    public = limits.allowlist is not None
+    default = presets.DEFAULT
+    with gr.Blocks(title="specdec playground") as demo:
+        gr.Markdown("# ⚡ specdec playground\nStandard and speculative decoding of the same prompt, on the same "
+                    "device, model and seed, streamed side by side. The lanes take turns (whichever has used less "
+                    "device time goes next) and each counts only its own device time."
+                    + (" *Public mode: preset models and capped lengths.*" if public else ""))
+        with gr.Row():
+            with gr.Column(scale=3):
+                prompt = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=6, max_lines=14)
+                preset = gr.Dropdown(presets.choices(), value=default.label, label="Model pair preset")
+                preset_note = gr.Markdown(default.note + ".")
+                with gr.Row():
+                    target = gr.Textbox(default.target, label="Target model", info="Hub id, folder, .gguf or offline name")
+                    draft = gr.Textbox(default.draft, label="Draft model", info="same tokenizer as the target")
+                    drafter = gr.Dropdown(list(DRAFTERS), value=default.drafter, label="Drafter",
+                                          info="prompt-lookup needs no draft model")
+            with gr.Column(scale=2):
+                k = gr.Slider(1, limits.k_max, value=4, step=1, label="k (tokens drafted per round)")
+                adaptive_k = gr.Checkbox(False, label="Adaptive k (+2 after a full accept, −1 after a rejection)")
+                temperature = gr.Slider(0.0, limits.temperature_max, value=0.0, step=0.05, label="Temperature (0 = greedy)")
+                top_p = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p")
+                with gr.Row():
+                    max_new_tokens = gr.Slider(1, limits.max_new_tokens, value=min(96, limits.max_new_tokens), step=1,
+                                               label="Max new tokens", scale=3)
+                    seed = gr.Number(0, label="Seed", precision=0, minimum=0, maximum=limits.seed_max, scale=1)
+                with gr.Row():
+                    run = gr.Button("Run", variant="primary", elem_id="run")
+                    stop = gr.Button("Stop", variant="stop", elem_id="stop")
+                    replay_button = gr.Button("Replay", elem_id="replay")
+        gr.HTML(render.legend_html())
+        with gr.Row(elem_id="lanes", equal_height=True):
+            note = "press Run"
+            standard_lane = gr.HTML(render.lane_html(STANDARD, "Standard", [], 0, 0.0, False, note),
+                                    label="standard", elem_id="standard-lane")
+            speculative_lane = gr.HTML(render.lane_html(SPECULATIVE, "Speculative", [], 0, 0.0, False, note),
+                                       label="speculative", elem_id="speculative-lane")
+        stats_table = gr.Dataframe(headers=render.STATS_HEADERS, label="Comparison", elem_id="stats-table",
+                                   interactive=False, wrap=True, column_widths=["28%", "22%", "50%"])
+        with gr.Row():
+            chart_rounds = gr.Plot(label="Tokens per round", show_label=False, elem_id="chart-rounds")
+            chart_hist = gr.Plot(label="Accepted-count histogram", show_label=False, elem_id="chart-hist")
+        with gr.Row():
+            chart_speedup = gr.Plot(label="Speedup vs k", show_label=False, elem_id="chart-speedup")
+            chart_positions = gr.Plot(label="Acceptance by position", show_label=False, elem_id="chart-positions")
+        with gr.Accordion("Stats (JSON, as the API returns it)", open=False):
+            stats_json = gr.JSON(label="stats")
+        trace = gr.State(None)
+
+        inputs = [prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed]
+        outputs = [standard_lane, speculative_lane, stats_table, chart_rounds, chart_hist, chart_speedup,
+                   chart_positions, stats_json, trace]
+        # preprocess=False: values reach specdec.limits raw, so out-of-range or NaN input gets a
+        # message naming the limit instead of a component's generic one.
+        run_event = run.click(compare, inputs, outputs, api_name="compare", preprocess=False,
+                              concurrency_id="gpu", concurrency_limit=space_config.GPU_CONCURRENCY,
+                              show_progress="minimal")
+        stop.click(None, None, None, cancels=[run_event], api_visibility="private")
+        replay_button.click(replay, [trace], [standard_lane, speculative_lane], api_name="replay",
+                            concurrency_limit=4, show_progress="hidden")
+        preset.change(preset_fields, [preset], [target, draft, drafter, preset_note], api_visibility="private",
+                      queue=False)
+        gr.api(limits_info, api_name="limits", concurrency_limit=None)
+    demo.queue(max_size=queue_max_size if queue_max_size is not None else space_config.QUEUE_MAX_SIZE,
+               default_concurrency_limit=1)
+    return demo
+
+
+if __name__ == "__main__":
+    build_demo().launch(**LAUNCH)

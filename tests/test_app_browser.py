@@ -1,0 +1,74 @@
+"""End to end in headless Chromium (Debian's, driven by Playwright; no browser download): run the
+default preset on the embedded SmolLM2 and check what a person would see. Saves docs/screenshot.png."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from test_app_support import ROOT, launched
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+SCREENSHOT = ROOT / "docs" / "screenshot.png"
+# Keep the browser off the network: every host name but the app's loopback address fails to resolve.
+ARGS = ["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--no-sandbox", "--disable-gpu"]
+BOTH_DONE = """() => ['standard', 'speculative'].every(lane => {
+    const el = document.querySelector(`#${lane}-lane .lane`);
+    return el && el.dataset.finished === 'true'; })"""
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+    if CHROMIUM is None or sync_playwright is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must install Debian's chromium and playwright (see .ci/run)")
+        pytest.skip("needs Debian's chromium and the playwright package")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield browser
+        browser.close()
+
+
+def test_default_preset_runs_in_the_browser(browser):
+    import space_config
+    from specdec.store import ModelStore
+
+    with launched(limits=space_config.LOCAL_LIMITS, store=ModelStore(device="cpu")) as (url, _):
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url)
+        page.wait_for_selector("#run", timeout=60_000)
+        assert page.locator("#component-0, .gradio-container").count() > 0
+        # 24 new tokens keep the run short on a CPU; the rest is the default preset as a user finds it.
+        number = page.get_by_label("Max new tokens").and_(page.locator("input[type=number]"))
+        number.fill("24")
+        number.press("Enter")
+        page.locator("#run").click()
+        page.wait_for_function(BOTH_DONE, timeout=300_000)
+        page.wait_for_function("() => document.querySelectorAll('#chart-speedup .js-plotly-plot').length > 0 && "
+                               "document.querySelector('#stats-table').innerText.includes('outputs identical')",
+                               timeout=30_000)
+
+        for lane in ("standard", "speculative"):
+            text = page.locator(f"#{lane}-lane .lane-text").inner_text()
+            assert text.strip(), lane
+        assert int(page.locator("#speculative-lane .lane").get_attribute("data-tokens")) <= 24
+        assert page.locator("#speculative-lane .tok").count() > 0  # coloured by fate
+        assert page.locator(".legend .tok-accepted, .legend .tok-corrected, .legend .tok-bonus").count() == 3
+        for chart in ("rounds", "hist", "speedup", "positions"):
+            assert page.locator(f"#chart-{chart} .js-plotly-plot .main-svg").count() > 0, chart
+        table = page.locator("#stats-table").inner_text()
+        for quantity in ("tokens/s, standard", "speedup, measured", "α (acceptance rate)", "c (draft cost ratio)",
+                         "outputs identical"):
+            assert quantity in table
+        assert "yes" in table  # greedy: the two lanes' outputs are identical
+
+        SCREENSHOT.parent.mkdir(exist_ok=True)
+        page.screenshot(path=str(SCREENSHOT), full_page=True)
+        assert SCREENSHOT.stat().st_size > 20_000
