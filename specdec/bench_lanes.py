@@ -31,6 +31,11 @@ class OtherLoad:
 
     def __init__(self):
         self.start = self._snapshot()
+        self.faults = self.major_faults()
+
+    def faulted(self) -> int | None:
+        end = self.major_faults()
+        return None if end is None or self.faults is None else end - self.faults
 
     @staticmethod
     def _snapshot():
@@ -42,6 +47,16 @@ class OtherLoad:
         times = os.times()
         busy = sum(fields) - fields[3] - (fields[4] if len(fields) > 4 else 0)  # minus idle and iowait
         return busy / os.sysconf("SC_CLK_TCK"), times.user + times.system, times.elapsed
+
+    @staticmethod
+    def major_faults() -> int | None:
+        """Page faults that read from disk so far: weights loaded by mmap (safetensors) come back from
+        disk after the kernel evicts them, a stall no CPU counter shows."""
+        try:
+            import resource
+        except ImportError:
+            return None
+        return resource.getrusage(resource.RUSAGE_SELF).ru_majflt
 
     def cores(self) -> float | None:
         end = self._snapshot()
@@ -231,7 +246,7 @@ def run_repeat(models: Models, group, cells, repeat: int, tick: Callable[[], Non
         try:
             raw[key] = _run_job(models, group, job, ids, seed)
         finally:
-            forwards[key] = counter.close()
+            forwards[key] = counter.close() | {"major_faults": monitor.faulted()}
         others[key] = monitor.cores()
         tick()
     load_after = os.getloadavg()[0]

@@ -163,9 +163,10 @@ def _setup(setup: dict, summaries: list[dict]) -> list[str]:
     base = baseline_rows(summaries)
     lines += ["### Standard decoding vs `model.generate`", "",
               *table(["category", "prompts", "ours tok/s", "generate tok/s", "ours / generate", "worst repeat",
-                      "noise (max-min)/median", "other processes (max cores)"],
+                      "noise (max-min)/median", "other processes (max cores)", "disk page faults"],
                      [[r["category"], r["prompts"], fmt(r["standard_tps"]), fmt(r["generate_tps"]), fmt(r["ratio"], 3),
-                       fmt(r["ratio_min"], 3), fmt(r["noise"], 3), fmt(r["other_cores"])] for r in base]), ""]
+                       fmt(r["ratio_min"], 3), fmt(r["noise"], 3), fmt(r["other_cores"]),
+                       "n/a" if r["major_faults"] is None else r["major_faults"]] for r in base]), ""]
     for drafter, schedule, temperature in sorted({(s["drafter"], s["schedule"], s["temperature"]) for s in summaries}):
         cells = [s for s in summaries if (s["drafter"], s["schedule"], s["temperature"]) == (drafter, schedule,
                                                                                               temperature)]

@@ -87,8 +87,14 @@ def summarize_cell(cell: dict) -> dict:
         "other_cores": max((lane.get("other_cores") or 0.0 for r in reps for lane in r["lanes"].values()),
                            default=None),
         "attempts": sum(r.get("attempts", 1) for r in reps),
+        "major_faults": _total(lane.get("major_faults") for r in reps for lane in r["lanes"].values()),
     }
     return out
+
+
+def _total(values: Iterable[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _per_pass(lane: dict, field: str) -> float | None:
@@ -183,6 +189,7 @@ def baseline_rows(summaries: list[dict]) -> list[dict]:
             "noise": median(m["noise"][STANDARD] for m in members),
             "overhead": median(m["overhead"][STANDARD] for m in members),
             "other_cores": max((m["other_cores"] for m in members if m["other_cores"] is not None), default=None),
+            "major_faults": _total(m["major_faults"] for m in members),
         })
     return rows
 
