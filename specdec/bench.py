@@ -275,6 +275,8 @@ def main(argv: list[str] | None = None) -> None:
         save_results(results_path, results)
     elif not results["cells"]:
         raise SystemExit(f"no results at {results_path}")
+    else:
+        results["meta"]["results_path"] = str(results_path)  # the report links to where the file is now
     write_outputs(results, results_path, report_path, args, log)
 
 

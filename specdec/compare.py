@@ -3,7 +3,7 @@ the benchmarks share."""
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Iterator
 
 from .config import Sampling, Speculation
@@ -73,8 +73,7 @@ class Pair:
 
     def warm_up(self, request: Request, tokens: int = 4) -> None:
         """Run both lanes briefly so one-time costs (allocator, kernels, lazy init) are not timed."""
-        short = Request(request.prompt, min(tokens, request.max_new_tokens), request.sampling, request.spec,
-                        request.drafter, request.raw)
+        short = replace(request, max_new_tokens=min(tokens, request.max_new_tokens))
         for _ in self.standard(short):
             pass
         for _ in self.speculative(short):
