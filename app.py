@@ -165,7 +165,10 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
                 yield _full_frame(race, checked, pair, titles, limits.k_max)
             elif now - last_text >= TEXT_EVERY:
                 last_text = now
-                yield (*_lanes(race, titles), *[gr.skip()] * 7)
+                # Light frame: the lanes, and for API clients their text so far (stats come each second).
+                live = {"finished": False, "standard": race.standard.summary(),
+                        "speculative": race.speculative.summary()}
+                yield (*_lanes(race, titles), *[gr.skip()] * 5, live, gr.skip())
         replay = {"steps": race.steps, "titles": titles}
         yield _full_frame(race, checked, pair, titles, limits.k_max, replay=replay)
 

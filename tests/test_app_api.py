@@ -48,6 +48,12 @@ def test_compare_streams_both_lanes_then_ends_with_plain_json(api, folders):
     result = job.result()
     assert len(result) == 8  # standard, speculative, table, 4 charts, stats JSON
     assert len(updates) >= 2  # streamed, not only returned
+    # Every streamed JSON after loading carries both lanes' text so far, each a prefix of the final text.
+    final = result[7]
+    for update in updates:
+        if "speculative" in update[7]:
+            for lane in ("standard", "speculative"):
+                assert final[lane]["text"].startswith(update[7][lane]["text"])
     stats = result[7]
     assert CLI_STATS_KEYS <= stats.keys()
     assert stats["finished"] is True and stats["greedy"] is True

@@ -172,7 +172,7 @@ def tiny_pair():
 @pytest.mark.parametrize("drafter, sampling", [("draft-model", Sampling()), ("prompt-lookup", Sampling()),
                                                ("draft-model", Sampling(0.9, 0, 0.95, 3))])
 def test_the_race_produces_what_each_lane_produces_alone(tiny_pair, drafter, sampling):
-    request = Request("abc abc abc abc", 30, sampling, Speculation(3), drafter)
+    request = Request("abc abc abc abc", 20, sampling, Speculation(3), drafter)
     ids = tiny_pair.prompt_ids(request)
     alone_std = [e.token for e in tiny_pair.standard(request, ids)]
     alone_spec = [t for r in tiny_pair.speculative(request, ids) for t in r.tokens]
