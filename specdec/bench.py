@@ -17,7 +17,6 @@ import datetime
 import gc
 import json
 import os
-import platform
 import shlex
 import sys
 import time
@@ -25,12 +24,15 @@ from pathlib import Path
 
 from .bench_figures import write_figures
 from .bench_grid import SCHEDULES, Plan, Setup, expand, load_suite, needs_draft_model, runnable_drafters, setups_of
-from .bench_lanes import Models, OtherLoad, busiest, jobs_for, run_repeat, warm_up
+from .bench_lanes import Models, busiest, jobs_for, run_repeat, warm_up
+from .bench_meters import OtherLoad, machine
 from .bench_presets import full_plans, quick_plans
 from .bench_report import report
 from .bench_stats import summarize_cell
 
-SUITES = ("shared/prompts/bench.jsonl", "../shared/prompts/bench.jsonl")
+# The shared suite when it sits beside the checkout, else the copy shipped in the package (fresh clones).
+SUITES = ("shared/prompts/bench.jsonl", "../shared/prompts/bench.jsonl",
+          str(Path(__file__).parent / "prompts" / "bench.jsonl"))
 
 
 def csv(kind):
@@ -41,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m specdec bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="the small grid (a few minutes on CPU)")
-    p.add_argument("--suite", default=None, help="prompt JSONL with id, category, prompt (default: shared/prompts/bench.jsonl)")
+    p.add_argument("--suite", default=None,
+                   help="prompt JSONL with id, category, prompt (default: shared/prompts/bench.jsonl)")
     p.add_argument("--out", default="bench-results", help="folder for results.json and figures/")
     p.add_argument("--report", default=None, help="Markdown report path (default: OUT/report.md)")
     p.add_argument("--fresh", action="store_true", help="start over instead of skipping finished cells")
@@ -101,28 +104,6 @@ def find_suite(path: str | None) -> Path:
         if Path(candidate).is_file():
             return Path(candidate)
     raise SystemExit(f"no prompt suite found at {' or '.join(SUITES)}; pass --suite PATH")
-
-
-def machine() -> dict:
-    import torch
-    import transformers
-
-    cpu = next((line.split(":", 1)[1].strip() for line in _read("/proc/cpuinfo").splitlines()
-                if line.startswith("model name")), platform.processor() or "unknown CPU")
-    mem = next((int(line.split()[1]) / 2**20 for line in _read("/proc/meminfo").splitlines()
-                if line.startswith("MemTotal")), None)
-    if torch.cuda.is_available():
-        cpu += f"; GPU {torch.cuda.get_device_name(0)}"
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem) if mem else None,
-            "threads": torch.get_num_threads(), "torch": torch.__version__, "transformers": transformers.__version__,
-            "python": platform.python_version(), "platform": platform.platform(terse=True)}
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
 
 
 def load_results(path: Path, fresh: bool) -> dict:

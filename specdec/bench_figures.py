@@ -14,7 +14,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .bench_lanes import GENERATE, SPECULATIVE, STANDARD
+from .bench_lanes import GENERATE, SPECULATIVE
 from .bench_stats import median, table_rows
 from .stats import predicted_speedup
 
@@ -31,39 +31,53 @@ def _panels(summaries: list[dict]) -> list[tuple[str, str]]:
 
 def theory(summaries: list[dict]) -> go.Figure:
     """Measured speedup against α̂, one point per prompt and k (constant schedule, median over repeats,
-    bars to min/max), over the curves τ(α, k) / (k c + 1) at each panel's median measured c."""
+    bars to min/max), over the paper's curves τ(α, k) / (k c + 1) (dotted) at each panel's median
+    measured c, and the same with the measured verify cost v in place of 1, τ / (k c + v) (solid)."""
     cells = [s for s in summaries if s["schedule"] == "constant" and s["alpha"] is not None and s["speedup"]]
     panels = _panels(cells)
-    fig = make_subplots(rows=1, cols=max(1, len(panels)), subplot_titles=[f"{a} · {b}" for a, b in panels],
-                        shared_yaxes=True)
+    cols = min(2, max(1, len(panels)))
+    rows = max(1, -(-len(panels) // cols))
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"{a} · {b}" for a, b in panels],
+                        vertical_spacing=0.14, horizontal_spacing=0.08)
     ks = sorted({s["k"] for s in cells})
     alphas = [i / 100 for i in range(0, 100)]
-    for col, (setup, drafter) in enumerate(panels, 1):
+    top = max([s["speedup"]["max"] for s in cells] + [1.0])
+    for n, (setup, drafter) in enumerate(panels):
+        row, col = n // cols + 1, n % cols + 1
         for i, k in enumerate(ks):
             here = [s for s in cells if (s["setup"], s["drafter"], s["k"]) == (setup, drafter, k)]
             if not here:
                 continue
-            color = COLORS[i % len(COLORS)]
+            color, first = COLORS[i % len(COLORS)], n == 0
             c = median(s["c"] for s in here) or 0.0
-            fig.add_scatter(x=alphas, y=[predicted_speedup(a, k, c) for a in alphas], mode="lines", row=1, col=col,
-                            line=dict(color=color, dash="dot"), name=f"theory k={k}, c={c:.2f}",
-                            legendgroup=f"k{k}", showlegend=col == 1 or len(panels) == 1)
+            v = median(s["verify_cost"] for s in here) or 1.0
+            fig.add_scatter(x=alphas, y=[predicted_speedup(a, k, c) for a in alphas], mode="lines", row=row, col=col,
+                            line=dict(color=color, dash="dot", width=1.5), name=f"k={k}: τ/(kc+1)",
+                            legendgroup=f"k{k}", showlegend=first,
+                            hovertemplate=f"k={k} c={c:.2f}: τ/(kc+1)=%{{y:.2f}}<extra></extra>")
+            fig.add_scatter(x=alphas, y=[predicted_speedup(a, k, c, v) for a in alphas], mode="lines", row=row,
+                            col=col, line=dict(color=color, width=1.5), name=f"k={k}: τ/(kc+v)",
+                            legendgroup=f"k{k}", showlegend=first,
+                            hovertemplate=f"k={k} c={c:.2f} v={v:.2f}: τ/(kc+v)=%{{y:.2f}}<extra></extra>")
             fig.add_scatter(
                 x=[s["alpha"] for s in here], y=[s["speedup"]["median"] for s in here], mode="markers",
-                row=1, col=col, name=f"measured k={k}", legendgroup=f"k{k}", showlegend=col == 1,
+                row=row, col=col, name=f"k={k}: measured", legendgroup=f"k{k}", showlegend=first,
                 marker=dict(color=color, size=9, symbol=["circle" if s["temperature"] == 0 else "diamond"
                                                          for s in here]),
                 error_y=dict(type="data", symmetric=False,
                              array=[s["speedup"]["max"] - s["speedup"]["median"] for s in here],
                              arrayminus=[s["speedup"]["median"] - s["speedup"]["min"] for s in here]),
-                text=[f"{s['prompt']} T={s['temperature']:g}" for s in here],
+                text=[f"{s['prompt']} T={s['temperature']:g} c={s['c']:.2f} v={s['verify_cost']:.2f}"
+                      if s["c"] is not None and s["verify_cost"] is not None else s["prompt"] for s in here],
                 hovertemplate="%{text}<br>α̂=%{x:.3f}<br>speedup=%{y:.2f}<extra></extra>")
-        fig.add_hline(y=1.0, line=dict(color="#9ca3af", width=1), row=1, col=col)
-        fig.update_xaxes(title_text="α̂ (MLE)", range=[0, 1], row=1, col=col)
-    fig.update_yaxes(title_text="speedup over our standard decoding", row=1, col=1)
-    fig.update_layout(**LAYOUT, title="Measured speedup vs α, over (1-α^(k+1)) / ((1-α)(kc+1))  "
-                                      "(circles greedy, diamonds sampled)", height=460,
-                      width=max(700, 430 * len(panels)))
+        fig.add_hline(y=1.0, line=dict(color="#9ca3af", width=1), row=row, col=col)
+        fig.update_xaxes(title_text="α̂ (MLE)", range=[0, 1], row=row, col=col)
+        fig.update_yaxes(range=[0, max(2.0, top * 1.25)], row=row, col=col)
+    for row in range(1, rows + 1):
+        fig.update_yaxes(title_text="speedup", row=row, col=1)
+    fig.update_layout(**LAYOUT, height=80 + 340 * rows, width=1000,
+                      title="Speedup vs α̂ (● greedy, ◆ sampled). Dotted: (1-α^(k+1))/((1-α)(kc+1)); "
+                            "solid: measured verify cost v for the 1")
     return fig
 
 
@@ -80,10 +94,10 @@ def speeds(summaries: list[dict]) -> go.Figure:
         k = max({s["k"] for s in here}, key=lambda k: (sum(s["k"] == k for s in here), k == 4))
         rows = table_rows([s for s in here if s["k"] == k], ("category",))
         cats = [r["category"] for r in rows]
-        series = [(GENERATE, [_rel(r["generate_tps"], r) for r in rows]),
-                  (f"{SPECULATIVE} (ours)", [r["speedup"] for r in rows])]
         peers = sorted({p for r in rows for p in r["peer_tps"]})
-        series += [(p, [_rel(r["peer_tps"].get(p), r) for r in rows]) for p in peers]
+        series = [(GENERATE, [r["vs_standard"][GENERATE] for r in rows]),
+                  (f"{SPECULATIVE} (ours)", [r["vs_standard"][SPECULATIVE] for r in rows])]
+        series += [(p, [r["vs_standard"].get(p) for r in rows]) for p in peers]
         for name, ys in series:
             color = LANE_COLORS.setdefault(name, COLORS[len(LANE_COLORS) % len(COLORS)])
             fig.add_bar(x=cats, y=ys, name=name, marker_color=color, row=row, col=1,
@@ -92,14 +106,10 @@ def speeds(summaries: list[dict]) -> go.Figure:
             named.add(name)
         fig.add_hline(y=1.0, line=dict(color="#111827", width=1, dash="dash"), row=row, col=1)
         fig.update_yaxes(title_text=f"x our standard (k={k})", row=row, col=1)
-    fig.update_layout(**LAYOUT, barmode="group", height=260 * max(1, len(combos)) + 120, width=900,
+    fig.update_layout(**LAYOUT, barmode="group", height=260 * max(1, len(combos)) + 120, width=1000,
                       title="Tokens/s relative to our standard decoding (greedy; median over prompts of "
                             "per-repeat ratios; dashed line = 1)")
     return fig
-
-
-def _rel(tps: float | None, row: dict) -> float | None:
-    return tps / row["standard_tps"] if tps is not None and row["standard_tps"] else None
 
 
 def acceptance(summaries: list[dict]) -> go.Figure:
@@ -111,7 +121,8 @@ def acceptance(summaries: list[dict]) -> go.Figure:
                         shared_yaxes=True)
     for col, (setup, drafter) in enumerate(panels, 1):
         for i, k in enumerate(sorted({s["k"] for s in cells})):
-            here = [s["position_acceptance"] for s in cells if (s["setup"], s["drafter"], s["k"]) == (setup, drafter, k)]
+            here = [s["position_acceptance"] for s in cells
+                    if (s["setup"], s["drafter"], s["k"]) == (setup, drafter, k)]
             if not here:
                 continue
             ys = [median(p[j] if j < len(p) else None for p in here) for j in range(max(map(len, here)))]

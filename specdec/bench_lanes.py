@@ -19,51 +19,10 @@ from .compare import Pair, Request, summarize
 from .config import Sampling, Speculation
 from .drafters import make_drafter
 from .loading import Loaded
+from .bench_meters import Forwards, OtherLoad
 from .timing import Clock
 
 STANDARD, SPECULATIVE, GENERATE = "standard", "speculative", "generate"
-
-
-class OtherLoad:
-    """CPU cores used by *other* processes over an interval: all busy time in /proc/stat minus this
-    process's own. On a shared machine this is the noise that matters, so every lane records it and
-    a repeat measured under load can be redone. None where /proc/stat is missing (not Linux)."""
-
-    def __init__(self):
-        self.start = self._snapshot()
-        self.faults = self.major_faults()
-
-    def faulted(self) -> int | None:
-        end = self.major_faults()
-        return None if end is None or self.faults is None else end - self.faults
-
-    @staticmethod
-    def _snapshot():
-        try:
-            with open("/proc/stat") as f:
-                fields = [int(x) for x in f.readline().split()[1:]]
-        except (OSError, ValueError):
-            return None
-        times = os.times()
-        busy = sum(fields) - fields[3] - (fields[4] if len(fields) > 4 else 0)  # minus idle and iowait
-        return busy / os.sysconf("SC_CLK_TCK"), times.user + times.system, times.elapsed
-
-    @staticmethod
-    def major_faults() -> int | None:
-        """Page faults that read from disk so far: weights loaded by mmap (safetensors) come back from
-        disk after the kernel evicts them, a stall no CPU counter shows."""
-        try:
-            import resource
-        except ImportError:
-            return None
-        return resource.getrusage(resource.RUSAGE_SELF).ru_majflt
-
-    def cores(self) -> float | None:
-        end = self._snapshot()
-        if self.start is None or end is None or end[2] <= self.start[2]:
-            return None
-        others = (end[0] - self.start[0]) - (end[1] - self.start[1])
-        return max(0.0, others / (end[2] - self.start[2]))
 
 
 @dataclass(frozen=True)
@@ -111,7 +70,8 @@ def _prompt_lookup(models: Models, k: int) -> dict:
 PEERS: dict[tuple[str, str], tuple[Peer, ...]] = {
     ("draft-model", "constant"): (
         Peer("hf-assisted", "transformers assisted, constant k, default confidence stop", _assisted("constant")),
-        Peer("hf-assisted-fixed-k", "transformers assisted, constant k, no confidence stop", _assisted("constant", 0.0)),
+        Peer("hf-assisted-fixed-k", "transformers assisted, constant k, no confidence stop",
+             _assisted("constant", 0.0)),
     ),
     ("draft-model", "adaptive"): (Peer("hf-assisted", "transformers assisted, heuristic k", _assisted("heuristic")),),
     ("prompt-lookup", "constant"): (Peer("hf-prompt-lookup", "transformers prompt lookup", _prompt_lookup),),
@@ -126,26 +86,6 @@ def make_request(prompt: str, max_new_tokens: int, temperature: float, seed: int
                  k: int = 4, schedule: str = "constant") -> Request:
     return Request(prompt, max_new_tokens, Sampling(temperature=temperature, seed=seed),
                    Speculation(k=k, adaptive=schedule == "adaptive"), drafter)
-
-
-class Forwards:
-    """Counts forward passes of the target and the draft while a lane runs (forward pre-hooks, a
-    Python call each): target passes are rounds for a speculative lane, tokens for a plain one, and
-    draft passes per round show how many tokens a drafter really drafted, ours and transformers' alike."""
-
-    def __init__(self, models: Models):
-        self.target = self.draft = 0
-        self._hooks = [models.target.model.register_forward_pre_hook(lambda *_: self._add("target"))]
-        if models.draft is not None:
-            self._hooks.append(models.draft.model.register_forward_pre_hook(lambda *_: self._add("draft")))
-
-    def _add(self, which: str) -> None:
-        setattr(self, which, getattr(self, which) + 1)
-
-    def close(self) -> dict:
-        for hook in self._hooks:
-            hook.remove()
-        return {"target_forwards": self.target, "draft_forwards": self.draft}
 
 
 def lane_record(token_ids: list[int], seconds: float, reference: list[int] | None,
@@ -163,8 +103,8 @@ def lane_record(token_ids: list[int], seconds: float, reference: list[int] | Non
     if reference is not None:
         record["matches_standard"] = token_ids == reference
         if token_ids != reference:
-            record["first_difference"] = next(
-                (i for i, (a, b) in enumerate(zip(token_ids, reference)) if a != b), min(len(token_ids), len(reference)))
+            record["first_difference"] = next((i for i, (a, b) in enumerate(zip(token_ids, reference)) if a != b),
+                                          min(len(token_ids), len(reference)))
     return record
 
 
@@ -186,7 +126,8 @@ def run_speculative(models: Models, request: Request, ids: list[int]) -> tuple[l
     return rounds, seconds
 
 
-def run_generate(models: Models, request: Request, ids: list[int], extra: dict | None = None) -> tuple[list[int], float]:
+def run_generate(models: Models, request: Request, ids: list[int],
+                 extra: dict | None = None) -> tuple[list[int], float]:
     """transformers' model.generate on the same ids, with settings spelled out rather than inherited
     from the checkpoint's generation_config (which may carry a repetition penalty or sampling)."""
     target, sampling = models.target, request.sampling
@@ -242,7 +183,7 @@ def run_repeat(models: Models, group, cells, repeat: int, tick: Callable[[], Non
     forwards: dict[tuple, dict] = {}
     for job in rotated(jobs_for(cells), repeat):
         key = (job.cell.key if job.cell else None, job.lane)
-        monitor, counter = OtherLoad(), Forwards(models)
+        monitor, counter = OtherLoad(), Forwards(models.target.model, models.draft and models.draft.model)
         try:
             raw[key] = _run_job(models, group, job, ids, seed)
         finally:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .bench_lanes import GENERATE, SPECULATIVE, STANDARD
-from .bench_stats import CODE_GOAL, EFFICIENCY_GOAL, baseline_rows, differences, goals, table_rows
+from .bench_lanes import SPECULATIVE
+from .bench_stats import EFFICIENCY_GOAL, baseline_rows, differences, goals, table_rows
 
 
 def fmt(x, digits: int = 2, suffix: str = "") -> str:
@@ -91,8 +91,8 @@ def _explain(goal: dict, summaries: list[dict]) -> list[str]:
         rows = [r for r in baseline_rows(summaries) if r["setup"] == setup]
         return [f"- {name}: our standard decoding ran at {fmt(goal['value'], 3)}x `model.generate` (median over "
                 f"prompts). Both run the same model object one token per forward pass; the part of our wall time "
-                f"outside the engine's timed forward+argmax is {fmt(_m(r['overhead'] for r in rows), 1, '')} "
-                f"(fraction), and the run-to-run spread of our standard decoding on this shared machine was "
+                f"outside the engine's timed forward+argmax is {_pct(_m(r['overhead'] for r in rows))}, and the "
+                "run-to-run spread of our standard decoding on this shared machine was "
                 f"{fmt(_m(r['noise'] for r in rows), 3)} (max-min over median), so differences of a few percent "
                 "are within noise."]
     if name.startswith("efficiency"):
@@ -107,7 +107,9 @@ def _explain(goal: dict, summaries: list[dict]) -> list[str]:
     if "every cell" in name:
         d = goal["detail"]
         return [f"- {name}: ours/peer median {fmt(goal['value'], 3)}, behind on {len(d['behind'])} of {d['cells']} "
-                f"cells. Per target forward pass (a round) ours produced {fmt(d['tokens_per_pass_ours'])} tokens from "
+                f"cells ({d['behind_but_ahead_in_a_repeat']} of them ahead in at least one repeat, i.e. inside "
+                f"the noise). Per target forward pass (a round) ours produced {fmt(d['tokens_per_pass_ours'])} "
+                "tokens from "
                 f"{fmt(d['drafts_per_pass_ours'])} draft passes, the peer {fmt(d['tokens_per_pass_peer'])} tokens "
                 f"from {fmt(d['drafts_per_pass_peer'])} (medians over cells). Fewer draft passes for as many tokens "
                 "mean the peer stopped drafting early (transformers' confidence stop) or, with an int8 draft, that "
@@ -118,6 +120,10 @@ def _explain(goal: dict, summaries: list[dict]) -> list[str]:
                 "sides run the same target and draft weights and verify up to k+1 tokens per target pass, so the "
                 "only room for a lead is per-round overhead; the tables below show α̂, c and the verify cost."]
     return []
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.2f}%"
 
 
 def _m(values):
@@ -162,9 +168,10 @@ def _setup(setup: dict, summaries: list[dict]) -> list[str]:
         return lines + ["No finished cells.", ""]
     base = baseline_rows(summaries)
     lines += ["### Standard decoding vs `model.generate`", "",
-              *table(["category", "prompts", "ours tok/s", "generate tok/s", "ours / generate", "worst repeat",
+              *table(["T", "category", "prompts", "ours tok/s", "generate tok/s", "ours / generate", "worst repeat",
                       "noise (max-min)/median", "other processes (max cores)", "disk page faults"],
-                     [[r["category"], r["prompts"], fmt(r["standard_tps"]), fmt(r["generate_tps"]), fmt(r["ratio"], 3),
+                     [[f"{r['temperature']:g}", r["category"], r["prompts"], fmt(r["standard_tps"]),
+                       fmt(r["generate_tps"]), fmt(r["ratio"], 3),
                        fmt(r["ratio_min"], 3), fmt(r["noise"], 3), fmt(r["other_cores"]),
                        "n/a" if r["major_faults"] is None else r["major_faults"]] for r in base]), ""]
     for drafter, schedule, temperature in sorted({(s["drafter"], s["schedule"], s["temperature"]) for s in summaries}):

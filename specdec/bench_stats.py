@@ -58,6 +58,8 @@ def summarize_cell(cell: dict) -> dict:
         "repeats": len(reps),
         "tokens_per_s": {lane: spread(tps(r, lane) for r in reps) for lane in lane_names(cell)},
         "speedup": speedup,
+        "vs_standard": {lane: spread(_ratio(tps(r, lane), tps(r, STANDARD)) for r in reps)
+                        for lane in lane_names(cell)},
         "speedup_vs_generate": spread(_ratio(tps(r, SPECULATIVE), tps(r, GENERATE)) for r in reps),
         "standard_vs_generate": spread(_ratio(tps(r, STANDARD), tps(r, GENERATE)) for r in reps),
         "vs_peer": {p: spread(_ratio(tps(r, SPECULATIVE), tps(r, p)) for r in reps) for p in peer_names(cell)},
@@ -148,6 +150,8 @@ def table_rows(summaries: list[dict], by: Sequence[str]) -> list[dict]:
             "speculative_tps": pick(lambda m: _med(m["tokens_per_s"].get(SPECULATIVE))),
             "peer_tps": {p: pick(lambda m, p=p: _med(m["tokens_per_s"].get(p))) for p in peers},
             "vs_peer": {p: pick(lambda m, p=p: _med(m["vs_peer"].get(p))) for p in peers},
+            "vs_standard": {lane: pick(lambda m, lane=lane: _med(m["vs_standard"].get(lane)))
+                            for lane in (GENERATE, SPECULATIVE, *peers)},
             "tokens_per_pass": {lane: pick(lambda m, lane=lane: m["tokens_per_pass"].get(lane))
                                 for lane in (SPECULATIVE, *peers)},
             "drafts_per_pass": {lane: pick(lambda m, lane=lane: m["drafts_per_pass"].get(lane))
@@ -178,9 +182,9 @@ def baseline_rows(summaries: list[dict]) -> list[dict]:
             seen.add(group)
             unique.append(s)
     rows = []
-    for (setup, category), members in _group(unique, ("setup", "category")).items():
+    for (setup, temperature, category), members in _group(unique, ("setup", "temperature", "category")).items():
         rows.append({
-            "setup": setup, "category": category, "prompts": len(members),
+            "setup": setup, "temperature": temperature, "category": category, "prompts": len(members),
             "standard_tps": median(_med(m["tokens_per_s"][STANDARD]) for m in members),
             "generate_tps": median(_med(m["tokens_per_s"][GENERATE]) for m in members),
             "ratio": median(_med(m["standard_vs_generate"]) for m in members),
@@ -215,11 +219,14 @@ def goals(summaries: list[dict]) -> list[dict]:
     for (setup, peer), cells in _group([{"setup": s["setup"], "peer": p, "cell": s, "ratio": r}
                                         for s, p, r in peer_cells], ("setup", "peer")).items():
         losing = [c for c in cells if c["ratio"] < 1.0]
+        # Behind on the median but ahead in at least one repeat: a gap inside the run-to-run noise.
+        noisy = [c for c in losing if c["cell"]["vs_peer"][peer]["max"] >= 1.0]
         passes = lambda field, lane: median(c["cell"][field].get(lane) for c in cells)  # noqa: E731
         out.append({"goal": f"speculative >= {peer} on every cell ({setup})", "met": not losing,
                     "value": median(c["ratio"] for c in cells),
                     "detail": {"cells": len(cells), "behind": [(c["cell"]["key"], round(c["ratio"], 3))
                                                                for c in losing],
+                               "behind_but_ahead_in_a_repeat": len(noisy),
                                "tokens_per_pass_ours": passes("tokens_per_pass", SPECULATIVE),
                                "tokens_per_pass_peer": passes("tokens_per_pass", peer),
                                "drafts_per_pass_ours": passes("drafts_per_pass", SPECULATIVE),
