@@ -108,22 +108,22 @@ def lane_record(token_ids: list[int], seconds: float, reference: list[int] | Non
     return record
 
 
-def run_standard(models: Models, request: Request, ids: list[int]) -> tuple[list, float]:
+def _timed(models: Models, lane) -> tuple[list, float]:
+    """Drain one of our lanes between two synchronized clock reads, then free its caches."""
     clock = Clock(models.target.device)
     start = clock.now()
-    events = list(models.pair.standard(request, ids))
+    events = list(lane)
     seconds = clock.now() - start
     models.pair.free()
     return events, seconds
 
 
+def run_standard(models: Models, request: Request, ids: list[int]) -> tuple[list, float]:
+    return _timed(models, models.pair.standard(request, ids))
+
+
 def run_speculative(models: Models, request: Request, ids: list[int]) -> tuple[list, float]:
-    clock = Clock(models.target.device)
-    start = clock.now()
-    rounds = list(models.pair.speculative(request, ids))
-    seconds = clock.now() - start
-    models.pair.free()
-    return rounds, seconds
+    return _timed(models, models.pair.speculative(request, ids))
 
 
 def run_generate(models: Models, request: Request, ids: list[int],

@@ -126,10 +126,6 @@ def summarize(standard: list[TokenEvent], rounds: list[RoundEvent], k: int) -> d
     }
 
 
-def round_dict(event: RoundEvent) -> dict:
-    return asdict(event)
-
-
 def compare(pair: Pair, request: Request, warm_up: bool = True) -> dict:
     """Standard then speculative, one after the other (never overlapping), as the CLI's JSON."""
     ids = pair.prompt_ids(request)
@@ -144,7 +140,7 @@ def compare(pair: Pair, request: Request, warm_up: bool = True) -> dict:
         "standard": lane_summary(pair.tokenizer, std_ids, sum(e.seconds for e in standard)),
         "speculative": {
             **lane_summary(pair.tokenizer, spec_ids, sum(r.seconds for r in rounds)),
-            "rounds": [round_dict(r) for r in rounds],
+            "rounds": [asdict(r) for r in rounds],
         },
         "stats": summarize(standard, rounds, request.spec.k),
     }
