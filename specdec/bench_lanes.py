@@ -193,7 +193,7 @@ def run_repeat(models: Models, group, cells, repeat: int, tick: Callable[[], Non
     load_after = os.getloadavg()[0]
 
     std_events, std_seconds = raw[(None, STANDARD)]
-    greedy = group.temperature == 0.0
+    greedy = Sampling(temperature=group.temperature).greedy
     reference = [e.token for e in std_events] if greedy else None
     standard = lane_record([e.token for e in std_events], std_seconds, None, sum(e.seconds for e in std_events),
                            others[(None, STANDARD)]) | forwards[(None, STANDARD)]
@@ -215,7 +215,7 @@ def run_repeat(models: Models, group, cells, repeat: int, tick: Callable[[], Non
                                 **forwards[(cell.key, peer.name)], "label": peer.label}
         records[cell.key] = {
             "repeat": repeat, "seed": seed, "loadavg": [load_before, load_after], "lanes": lanes,
-            "stats": summarize(std_events, rounds, cell.k),
+            "stats": summarize(std_events, rounds, cell.k, greedy=greedy),
             "rounds": [[len(r.drafted), r.accepted] for r in rounds],
         }
     return records

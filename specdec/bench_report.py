@@ -257,9 +257,10 @@ def _method(meta: dict) -> list[str]:
             "`max_matching_ngram_size`.",
             "- α̂ is the truncated-geometric MLE, α analytic the mean Σ min(p, q) over drafted positions, c the "
             "steady-state draft cost per token in target steps, verify cost a target pass over k+1 tokens in "
-            "target steps. Predicted speedup is (1-α^(k+1))/((1-α)(kc+1)); 'pred. w/ verify' replaces the 1 by "
-            "the measured verify cost. Efficiency = measured speedup / predicted. Adaptive-k cells have no "
-            "fixed-k prediction.",
+            "target steps. τ theory and the predictions count each round with its own draft length m (adaptive k, "
+            "a prompt-lookup miss, the budget's last rounds): predicted speedup is Σ τ(α̂, m)/Σ (m·c + 1) with "
+            "τ(α, m) = (1-α^(m+1))/(1-α); 'pred. w/ verify' replaces the 1 of a drafting round by the measured "
+            "verify cost. Efficiency = measured speedup / predicted.",
             "- noise is (max-min)/median of a lane's tokens/s over repeats. Every lane records the CPU cores other "
             "processes used while it ran (/proc/stat minus our own time); a repeat during which they used more than "
             f"{meta.get('quiet_cores', '?')} cores was redone (up to {meta.get('retries', '?')} times), and the "

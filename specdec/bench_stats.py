@@ -10,7 +10,7 @@ import statistics
 from typing import Iterable, Sequence
 
 from .bench_lanes import GENERATE, SPECULATIVE, STANDARD
-from .stats import position_acceptance
+from .stats import expected_tokens, position_acceptance, predicted_speedup_rounds
 
 EFFICIENCY_GOAL = 0.9
 CODE_GOAL = 1.2
@@ -33,6 +33,19 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
+def _predicted(rep: dict, verify_cost: float | None) -> float | None:
+    """The theory's speedup for one repeat's own rounds: sum tau(alpha, m_r) / sum (m_r c + v_r)."""
+    alpha, c = rep["stats"]["alpha"], rep["stats"]["c"]
+    if alpha is None or not verify_cost:
+        return None
+    return predicted_speedup_rounds(alpha, [m for m, _ in rep["rounds"]], c or 0.0, verify_cost)
+
+
+def _expected_tau(rep: dict) -> float | None:
+    alpha, drafted = rep["stats"]["alpha"], [m for m, _ in rep["rounds"]]
+    return expected_tokens(alpha, drafted) / len(drafted) if alpha is not None and drafted else None
+
+
 def lane_names(cell: dict) -> list[str]:
     return list(cell["repeats"][0]["lanes"]) if cell["repeats"] else []
 
@@ -46,11 +59,10 @@ def summarize_cell(cell: dict) -> dict:
     reps = cell["repeats"]
     tps = lambda rep, lane: rep["lanes"][lane]["tokens_per_s"]  # noqa: E731
     stat = lambda name: median(rep["stats"][name] for rep in reps)  # noqa: E731
-    constant = cell["schedule"] == "constant"
     rounds = [r for rep in reps for r in rep["rounds"]]
-    # Predictions assume k drafts every round, which only a constant schedule asks for.
-    predicted = stat("predicted_speedup") if constant else None
-    predicted_vc = stat("predicted_speedup_with_verify_cost") if constant else None
+    # Recomputed from each repeat's rounds, so results.json of any age gets the per-round theory.
+    predicted = median(_predicted(rep, 1.0) for rep in reps)
+    predicted_vc = median(_predicted(rep, rep["stats"]["verify_cost"]) for rep in reps)
     speedup = spread(_ratio(tps(r, SPECULATIVE), tps(r, STANDARD)) for r in reps)
     out = {
         **{key: cell[key] for key in ("key", "setup", "prompt", "category", "temperature", "max_new_tokens",
@@ -71,7 +83,7 @@ def summarize_cell(cell: dict) -> dict:
                             for lane in lane_names(cell)},
         "alpha": stat("alpha"),
         "alpha_analytic": stat("alpha_analytic"),
-        "tau": stat("tau"),
+        "tau": median(_expected_tau(rep) for rep in reps),
         "tokens_per_round": stat("tokens_per_round"),
         "c": stat("c"),
         "verify_cost": stat("verify_cost"),

@@ -88,7 +88,19 @@ def generate(args) -> None:
     fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
     print(f"speedup {fmt(s['speedup'])}; predicted {fmt(s['predicted_speedup'])} if verifying k+1 tokens cost one "
           f"step, {fmt(s['predicted_speedup_with_verify_cost'])} at the measured {fmt(s['verify_cost'])} steps")
-    print(f"alpha {fmt(s['alpha'])}, tau {fmt(s['tau'])}, k {s['k']}, c {fmt(s['c'])}, identical {s['identical']}")
+    print(f"alpha {fmt(s['alpha'])}, tau {fmt(s['tau'])}, k {s['k']}, c {fmt(s['c'])}, "
+          f"rounds {s['rounds']} ({s['rounds_without_draft']} drafted nothing)")
+    if "identical" in s:
+        print(f"identical {s['identical']}" + divergence_note(s.get("divergence")))
+
+
+def divergence_note(divergence: dict | None) -> str:
+    if not divergence:
+        return ""
+    d = divergence
+    verdict = "a numerical tie, not a bug" if d["numerical_tie"] else "larger than rounding explains: a bug"
+    return (f": first difference at token {d['index']} ({d['standard_token']} vs {d['speculative_token']}), "
+            f"target top-2 logit margin {d['margin']:.3g} vs tolerance {d['tolerance']:.3g} ({d['dtype']}): {verdict}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -4,10 +4,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+# Temperatures below this are greedy. softmax(l / T) is already one-hot to float32 precision for any
+# realistic logit gap well above this, and dividing by a far smaller T overflows float32 (T = 1e-40
+# turns every logit into inf, softmax into NaN, and sampling into garbage).
+MIN_TEMPERATURE = 1e-5
+
 
 @dataclass(frozen=True)
 class Sampling:
-    """How the next token is chosen. temperature == 0 means greedy (argmax), its own branch."""
+    """How the next token is chosen. A temperature below MIN_TEMPERATURE (0 included) means greedy
+    (argmax), its own branch. top_p keeps at least the most probable token, however small it is."""
 
     temperature: float = 0.0
     top_k: int = 0  # 0 keeps every token
@@ -16,15 +22,15 @@ class Sampling:
 
     @property
     def greedy(self) -> bool:
-        return self.temperature == 0.0
+        return self.temperature < MIN_TEMPERATURE
 
     def __post_init__(self) -> None:
         t, p = self.temperature, self.top_p
-        if not (isinstance(t, (int, float)) and math.isfinite(t) and 0.0 <= t <= 100.0):
-            raise ValueError(f"temperature must be a finite number in [0, 100] (0 = greedy), got {t!r}")
-        if not (isinstance(p, (int, float)) and math.isfinite(p) and 0.0 < p <= 1.0):
+        if not (_real(t) and 0.0 <= t <= 100.0):
+            raise ValueError(f"temperature must be a finite number in [0, 100] (below {MIN_TEMPERATURE:g} = greedy), got {t!r}")
+        if not (_real(p) and 0.0 < p <= 1.0):
             raise ValueError(f"top_p must be in (0, 1], got {p!r}")
-        if not (isinstance(self.top_k, int) and self.top_k >= 0):
+        if not (_integer(self.top_k) and self.top_k >= 0):
             raise ValueError(f"top_k must be an integer >= 0 (0 = off), got {self.top_k!r}")
 
 
@@ -41,8 +47,21 @@ class Speculation:
     confidence: float = 0.0
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.k, int) and 1 <= self.k <= self.k_max):
+        if not (_integer(self.k_max) and self.k_max >= 1):
+            raise ValueError(f"k_max must be an integer >= 1, got {self.k_max!r}")
+        if not (_integer(self.k) and 1 <= self.k <= self.k_max):
             raise ValueError(f"k must be an integer in [1, {self.k_max}], got {self.k!r}")
         c = self.confidence
-        if not (isinstance(c, (int, float)) and 0.0 <= c < 1.0):
+        if not (_real(c) and 0.0 <= c < 1.0):
             raise ValueError(f"confidence must be in [0, 1), got {c!r}")
+
+
+def _integer(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _real(value) -> bool:
+    """A finite int or float. Huge ints are fine (no float conversion, so no OverflowError)."""
+    if _integer(value):
+        return True
+    return isinstance(value, float) and math.isfinite(value)

@@ -11,7 +11,7 @@ import torch
 
 from .config import Sampling, Speculation
 from .drafters import Draft, Drafter
-from .events import ACCEPTED, BONUS, CORRECTED, RoundEvent, TokenEvent
+from .events import ACCEPTED, BONUS, CORRECTED, PLAIN, RoundEvent, TokenEvent
 from .kvcache import CachedModel
 from .sampling import make_generator, probs_from_logits, sample_from, uniforms
 from .timing import Clock
@@ -75,8 +75,9 @@ def speculative_decode(
         draft = drafter.propose(ids, k_round, sampling, generator)
         drafted_at = clock.now()
         logits = target.logits(ids + draft.tokens, len(draft.tokens) + 1)
-        verdict, alpha = _verify(logits, draft, sampling, generator)
+        verdict, p = _verify(logits, draft, sampling, generator)
         verified_at = clock.now()
+        alpha = _acceptance(logits, p, draft)  # instrumentation: measured, but off the clock
 
         tokens, fates = _round_tokens(draft.tokens, verdict)
         tokens, fates = _truncate(tokens, fates, eos, max_new_tokens - produced)
@@ -104,27 +105,31 @@ def speculative_decode(
 
 def _verify(
     logits: torch.Tensor, draft: Draft, sampling: Sampling, generator: torch.Generator
-) -> tuple[Verdict, tuple[float, ...]]:
-    """Apply the accept rule and measure the analytic acceptance of each drafted position.
-
-    For greedy runs p and q are one-hot, so the analytic alpha is taken at temperature 1: how much
-    the two models' distributions overlap, which is what a sampler would accept.
-    """
+) -> tuple[Verdict, torch.Tensor | None]:
+    """Apply the accept rule; also returns the target distributions p when sampling computed them."""
     n = len(draft.tokens)
-    drafts = torch.tensor(draft.tokens, dtype=torch.long, device=logits.device)
     if sampling.greedy:
-        verdict = verify_greedy(draft.tokens, logits.argmax(-1).tolist())
-        p = torch.softmax(logits[:n].float(), -1)
-    else:
-        p_all = probs_from_logits(logits, sampling)
-        q = _q(draft, drafts, p_all.shape[-1], p_all.device)
-        u = uniforms(n + 1, generator)
-        verdict = verify_sampled(drafts, p_all, q, u[:n], u[n])
-        p = p_all[:n]
+        return verify_greedy(draft.tokens, logits.argmax(-1).tolist()), None
+    p = probs_from_logits(logits, sampling)
+    drafts = torch.tensor(draft.tokens, dtype=torch.long, device=logits.device)
+    u = uniforms(n + 1, generator)
+    return verify_sampled(drafts, p, _q(draft, drafts, p.shape[-1], p.device), u[:n], u[n]), p
+
+
+def _acceptance(logits: torch.Tensor, p: torch.Tensor | None, draft: Draft) -> tuple[float, ...]:
+    """The analytic acceptance sum_x min(p, q) of each drafted position. A greedy run's p and q are
+    one-hot, so there both are taken at temperature 1: how much the two models' distributions
+    overlap, which is what a sampler would accept."""
+    n = len(draft.tokens)
     if n == 0:
-        return verdict, ()
-    alpha = acceptance(p, _q(draft, drafts, p.shape[-1], p.device))
-    return verdict, tuple(alpha.tolist())
+        return ()
+    p = torch.softmax(logits[:n].float(), -1) if p is None else p[:n]
+    if draft.logits is not None:  # a greedy model draft
+        q = torch.softmax(draft.logits.float(), -1).to(p.device)
+    else:
+        drafts = torch.tensor(draft.tokens, dtype=torch.long, device=p.device)
+        q = _q(draft, drafts, p.shape[-1], p.device)
+    return tuple(acceptance(p, q).tolist())
 
 
 def _q(draft: Draft, drafts: torch.Tensor, vocab_size: int, device: torch.device) -> torch.Tensor:
@@ -135,6 +140,8 @@ def _q(draft: Draft, drafts: torch.Tensor, vocab_size: int, device: torch.device
 
 def _round_tokens(drafted: list[int], verdict: Verdict) -> tuple[list[int], list[str]]:
     tokens = drafted[: verdict.accepted] + [verdict.token]
+    if not drafted:
+        return tokens, [PLAIN]  # nothing was drafted: the target's ordinary next token
     last = BONUS if verdict.accepted == len(drafted) else CORRECTED
     return tokens, [ACCEPTED] * verdict.accepted + [last]
 

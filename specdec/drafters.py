@@ -12,7 +12,7 @@ from typing import Callable, Protocol
 import torch
 
 from .config import Sampling
-from .kvcache import CachedModel
+from .kvcache import CachedModel, input_rows
 from .sampling import probs_from_logits, sample_from, uniforms
 
 
@@ -20,6 +20,9 @@ from .sampling import probs_from_logits, sample_from, uniforms
 class Draft:
     tokens: list[int]
     q: torch.Tensor | None  # [len(tokens), V_target]; None for a deterministic drafter (one-hot)
+    # A greedy model draft's logits [len(tokens), V_target]: not part of the rule (its q is one-hot),
+    # kept so the analytic acceptance can be measured after the timed window.
+    logits: torch.Tensor | None = None
 
 
 class Drafter(Protocol):
@@ -41,12 +44,22 @@ def fit_vocab(logits: torch.Tensor, vocab_size: int) -> torch.Tensor:
     return torch.cat([logits, pad], dim=-1)
 
 
+def check_draft_reads(model: torch.nn.Module, target_vocab_size: int) -> None:
+    """The draft reads every committed id, so every id the target can emit must be a row of its
+    embedding (Qwen2.5-7B's head has 152,064 rows, the 0.5B draft's embedding 151,936)."""
+    if input_rows(model) < target_vocab_size:
+        raise ValueError(f"the draft's embedding has {input_rows(model)} rows but the target can produce ids "
+                         f"up to {target_vocab_size - 1}; limit the target's vocabulary to the real tokens "
+                         f"(Pair does this from the tokenizer) or use a draft that covers them")
+
+
 class ModelDrafter:
     """A small causal LM with its own KV cache, drafting autoregressively."""
 
     name = "draft-model"
 
     def __init__(self, model: torch.nn.Module, target_vocab_size: int, confidence: float = 0.0):
+        check_draft_reads(model, target_vocab_size)
         self.draft = CachedModel(model)
         self.target_vocab_size = target_vocab_size
         self.confidence = confidence
@@ -56,22 +69,27 @@ class ModelDrafter:
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator) -> Draft:
         tokens: list[int] = []
-        rows = []
+        rows = []  # greedy: logits; sampled: the q each token was drawn from
         for _ in range(k):
             logits = fit_vocab(self.draft.logits(ids + tokens, 1)[0], self.target_vocab_size)
             if sampling.greedy:
                 tokens.append(int(logits.argmax()))
-                # The rule ignores q for greedy; softmax at T=1 feeds the analytic alpha and the
-                # confidence stop.
-                rows.append(torch.softmax(logits.float(), -1))
+                rows.append(logits)
             else:
-                q = probs_from_logits(logits, sampling)
-                tokens.append(sample_from(q, uniforms(1, generator)[0]))
-                rows.append(q)
-            # An unsure draft token is likely rejected, and every token after it is then wasted work.
-            if self.confidence and float(rows[-1][tokens[-1]]) < self.confidence:
+                rows.append(probs_from_logits(logits, sampling))
+                tokens.append(sample_from(rows[-1], uniforms(1, generator)[0]))
+            if self.confidence and self._unsure(rows[-1], tokens[-1], sampling.greedy):
                 break
-        return Draft(tokens, torch.stack(rows) if rows else None)
+        if not rows:
+            return Draft([], None)
+        stacked = torch.stack(rows)
+        return Draft(tokens, None, stacked) if sampling.greedy else Draft(tokens, stacked)
+
+    def _unsure(self, row: torch.Tensor, token: int, greedy: bool) -> bool:
+        """An unsure draft token is likely rejected, and every token after it is then wasted work.
+        A greedy draft is judged by its softmax at T = 1, as transformers' confidence stop does."""
+        probability = torch.softmax(row.float(), -1)[token] if greedy else row[token]
+        return float(probability) < self.confidence
 
 
 class PromptLookupDrafter:

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ACCEPTED, CORRECTED, BONUS = "accepted", "corrected", "bonus"
+# PLAIN is the one token of a round that drafted nothing: the target's ordinary next token, which
+# is plain decoding and must not be shown as a "bonus" earned by speculation.
+ACCEPTED, CORRECTED, BONUS, PLAIN = "accepted", "corrected", "bonus", "plain"
 
 
 @dataclass(frozen=True)
@@ -21,9 +23,9 @@ class RoundEvent:
     """One draft-then-verify round of speculative decoding.
 
     tokens are the tokens this round added, each with its fate: ACCEPTED (a draft token the target
-    kept), CORRECTED (the target's token at the first rejection) or BONUS (the target's token after
-    all drafts were kept; also the fate of a round that drafted nothing). tokens can be shorter than
-    accepted + 1 when EOS or max_new_tokens ends generation inside the round.
+    kept), CORRECTED (the target's token at the first rejection), BONUS (the target's token after at
+    least one draft, all kept) or PLAIN (the target's token in a round that drafted nothing). tokens
+    can be shorter than accepted + 1 when EOS or max_new_tokens ends generation inside the round.
     """
 
     round: int

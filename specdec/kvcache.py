@@ -4,6 +4,12 @@
 one forward pass and returns the logits of the last n positions. Rolling back after a rejection is
 then not a special case: the next call shares only the accepted prefix with what is cached, so the
 stale drafted positions are cropped away, whether all, some or none of the drafts were accepted.
+
+Sliding-window layers (Mistral, Phi-3, Gemma-3) normally keep only the last window - 1 positions, and
+then cannot be rolled back. The cache records past states instead (transformers' own assisted
+generation does the same) and trims them back to the window at each rollback, so rollback is exact.
+Layers with recurrent state (Mamba, linear attention) cannot be rolled back at
+all: such models are refused up front rather than failing after text has streamed.
 """
 from __future__ import annotations
 
@@ -11,6 +17,11 @@ import inspect
 
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import LinearAttentionCacheLayerMixin
+
+
+class UnsupportedModel(ValueError):
+    """A model whose cache cannot be rolled back to the accepted prefix."""
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -23,21 +34,58 @@ def common_prefix(a: list[int], b: list[int]) -> int:
     return i
 
 
+def new_cache(model: torch.nn.Module) -> DynamicCache:
+    """An empty cache that can be cropped back to any prefix, or UnsupportedModel naming why not."""
+    name = type(model).__name__
+    if "past_key_values" not in inspect.signature(model.forward).parameters:
+        raise UnsupportedModel(f"{name} takes no KV cache (past_key_values), so speculative decoding "
+                               "cannot roll it back; use a transformer model")
+    cache = DynamicCache(config=model.config)
+    recurrent = sorted({type(layer).__name__ for layer in cache.layers
+                        if isinstance(layer, LinearAttentionCacheLayerMixin)})
+    if recurrent:
+        raise UnsupportedModel(f"{name} keeps recurrent state ({', '.join(recurrent)} layers), which cannot be "
+                               "rolled back to the accepted prefix after a rejection; specdec supports "
+                               "attention-only models (full or sliding-window)")
+    cache.activate_past_recording()
+    return cache
+
+
+def output_width(model: torch.nn.Module) -> int:
+    return model.get_output_embeddings().out_features
+
+
+def input_rows(model: torch.nn.Module) -> int:
+    return model.get_input_embeddings().num_embeddings
+
+
 class CachedModel:
-    def __init__(self, model: torch.nn.Module):
+    """vocab_size, when given, cuts the logits to the ids below it: padded embedding rows that are
+    no token (or that the draft cannot read) are then never produced, by whichever lane uses it."""
+
+    def __init__(self, model: torch.nn.Module, vocab_size: int | None = None):
         self.model = model
         self.device = next(model.parameters()).device
-        self.vocab_size = model.get_output_embeddings().out_features  # the logits' width
+        width = output_width(model)
+        if vocab_size is not None and not 1 <= vocab_size <= width:
+            raise ValueError(f"vocab_size must be in [1, {width}] (the logits' width), got {vocab_size}")
+        self.vocab_size = vocab_size or width
         self._takes_logits_to_keep = "logits_to_keep" in inspect.signature(model.forward).parameters
-        self.reset()
+        self.reset()  # builds the cache: a model that cannot be rolled back is refused here
 
     def reset(self) -> None:
         """Drop the cache (frees its memory)."""
-        self.cache = DynamicCache(config=self.model.config)
+        self.cache = new_cache(self.model)
         self.ids: list[int] = []
 
     def crop(self, length: int) -> None:
-        """Keep the first `length` cached positions. transformers 5 counts the positions to remove."""
+        """Keep the first `length` cached positions (transformers 5 counts the positions to remove).
+
+        A sliding layer trims its recorded states back to the window only here, at a rollback. That
+        is what keeps rollback exact: everything fed since the last rollback is still there, and a
+        later rollback never reaches further back, because positions before a rollback point are
+        committed. Between rollbacks (a lane that is never corrected) the record grows like a full
+        attention cache, while attention itself still reads only the window."""
         drop = len(self.ids) - length
         if drop > 0:
             self.cache.crop(-drop)
@@ -56,4 +104,4 @@ class CachedModel:
         out = self.model(input_ids=new, past_key_values=self.cache, use_cache=True, **kwargs)
         self.cache = out.past_key_values
         self.ids = list(ids)
-        return out.logits[0, -n:]
+        return out.logits[0, -n:, : self.vocab_size]

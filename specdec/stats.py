@@ -45,6 +45,23 @@ def tau(alpha: float, gamma: int) -> float:
     return (1.0 - alpha ** (gamma + 1)) / (1.0 - alpha)
 
 
+def expected_tokens(alpha: float, drafted: Sequence[int]) -> float:
+    """Expected tokens over rounds that drafted m_1, m_2, ... tokens: sum_r tau(alpha, m_r).
+
+    Adaptive k, prompt lookup without a match (m = 0, one plain token), a confidence stop and the
+    budget-clipped last rounds all draft fewer or more than the starting k, so each round counts
+    with its own length."""
+    return sum(tau(alpha, m) for m in drafted)
+
+
+def predicted_speedup_rounds(alpha: float, drafted: Sequence[int], c: float, verify_cost: float = 1.0) -> float:
+    """sum_r tau(alpha, m_r) / sum_r (m_r c + v_r), in target steps, where v_r is verify_cost for a
+    round that drafted and 1 for one that did not (its target pass is an ordinary one-token step).
+    Equals predicted_speedup(alpha, k, c, verify_cost) when every round drafts k."""
+    steps = sum(m * c + (verify_cost if m else 1.0) for m in drafted)
+    return expected_tokens(alpha, drafted) / steps if steps > 0 else 0.0
+
+
 def accepted_pmf(alpha: float, gamma: int) -> list[float]:
     """P(N = n) for n = 0..gamma under the truncated geometric model."""
     return [alpha**n * (1.0 - alpha) for n in range(gamma)] + [alpha**gamma]

@@ -14,6 +14,7 @@ from specdec.bench_lanes import Job, lane_record, rotated
 from specdec.bench_report import report
 from specdec.bench_stats import differences, goals, spread, summarize_cell, table_rows
 from specdec.drafters import DRAFTERS
+from specdec.stats import tau
 
 WORDS = ["<s>", "</s>", "<pad>", "<unk>"] + [f"w{i}" for i in range(4, 96)]
 PROMPTS = [
@@ -185,12 +186,16 @@ def test_cell_summary_by_hand():
     assert s["speedup"] == pytest.approx({"median": 1.3, "min": 1.2, "max": 1.4, "n": 2})
     assert s["vs_peer"]["hf-assisted"]["median"] == pytest.approx(1.3)
     assert s["standard_vs_generate"]["median"] == pytest.approx(10 / 9)
-    assert s["efficiency"] == pytest.approx(1.3 / 1.867)
+    # Recomputed from the rounds [[4, 4], [4, 1], [4, 0]] with alpha 0.8, c 0.2: 3 tau(0.8, 4) / 3 (4c + 1).
+    predicted = tau(0.8, 4) / (4 * 0.2 + 1)
+    assert s["predicted_speedup"] == pytest.approx(predicted)
+    assert s["predicted_speedup_with_verify_cost"] == pytest.approx(tau(0.8, 4) / (4 * 0.2 + 1.5))
+    assert s["efficiency"] == pytest.approx(1.3 / predicted)
     assert s["position_acceptance"] == pytest.approx([4 / 6, 2 / 4, 2 / 2, 2 / 2])
     assert s["identical"] == {"generate": True, "speculative": True, "hf-assisted": True}
     assert s["overhead"]["standard"] == pytest.approx(0.05) and s["noise"]["standard"] == 0.0
     adaptive = summarize_cell(cell_record(schedule="adaptive"))
-    assert adaptive["predicted_speedup"] is None and adaptive["efficiency"] is None
+    assert adaptive["predicted_speedup"] == pytest.approx(predicted)  # rounds' own lengths, adaptive too
 
 
 def test_goals_and_differences():

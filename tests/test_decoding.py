@@ -4,7 +4,7 @@ import torch
 
 from conftest import perturbed, tiny_model
 from specdec.drafters import fit_vocab
-from specdec import ACCEPTED, BONUS, CORRECTED, CachedModel, ModelDrafter, PromptLookupDrafter, Sampling, \
+from specdec import ACCEPTED, BONUS, CORRECTED, PLAIN, CachedModel, ModelDrafter, PromptLookupDrafter, Sampling, \
     Speculation, speculative_decode, standard_decode
 
 GREEDY = Sampling()
@@ -71,7 +71,8 @@ def test_fates_describe_the_round(models):
     for r in run_spec(target, ModelDrafter(models["close"], target.vocab_size), prompts(1)[0], 4):
         assert r.fates[: r.accepted] == (ACCEPTED,) * r.accepted
         assert r.tokens[: r.accepted] == r.drafted[: r.accepted]
-        assert r.fates[-1] == (BONUS if r.accepted == len(r.drafted) else CORRECTED)
+        last = PLAIN if not r.drafted else BONUS if r.accepted == len(r.drafted) else CORRECTED
+        assert r.fates[-1] == last
         assert len(r.tokens) == r.accepted + 1  # no EOS, budget not reached inside a round
         assert len(r.alpha) == len(r.drafted) and all(0 <= a <= 1 + 1e-6 for a in r.alpha)
 
