@@ -100,10 +100,10 @@ def _explain(goal: dict, summaries: list[dict]) -> list[str]:
         return [f"- {name}: median efficiency {fmt(goal['value'], 3)} ({d['below']} of {d['cells']} cells below "
                 f"{EFFICIENCY_GOAL}). The prediction assumes a target pass over k+1 tokens costs one decode step; "
                 f"measured it costs {fmt(d['median_verify_cost'], 2)} steps (median). Against the prediction with "
-                f"the measured verify cost, τ/(kc + verify cost), the median efficiency is "
-                f"{fmt(d['median_efficiency_with_verify_cost'], 3)}. Prompt-lookup cells also draft nothing on rounds "
-                "without an n-gram match, which the k-drafts-per-round model does not know about (see 'empty "
-                "rounds' below)."]
+                f"the measured verify cost, Σ τ(α̂, m)/Σ (m·c + verify cost), the median efficiency is "
+                f"{fmt(d['median_efficiency_with_verify_cost'], 3)}. Both predictions count each round with its own "
+                "draft length m, so adaptive k and prompt-lookup rounds without a match (see 'empty rounds' below) "
+                "are predicted too."]
     if "every cell" in name:
         d = goal["detail"]
         return [f"- {name}: ours/peer median {fmt(goal['value'], 3)}, behind on {len(d['behind'])} of {d['cells']} "
