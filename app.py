@@ -56,7 +56,7 @@ def _lanes(race: Race | None, titles: tuple[str, str], note: str = "") -> tuple[
 
 def _result(race: Race, checked: Checked, pair) -> dict:
     """The JSON output: the CLI's stats keys, per-round drafted/accepted, and both lanes' text."""
-    return {**race.stats(), "finished": race.finished, "greedy": checked.temperature == 0.0,
+    return {**race.stats(), "finished": race.finished, "greedy": race.request.sampling.greedy,
             "target": checked.target, "draft": checked.draft, "drafter": checked.drafter,
             "device": str(pair.target.device), "dtype": str(pair.target.dtype).removeprefix("torch."),
             "standard": race.standard.summary(), "speculative": race.speculative.summary()}
@@ -81,12 +81,25 @@ def _user_error(error: Exception) -> gr.Error:
     return gr.Error(f"generation failed: {short(error)}")
 
 
+def request_duration(limits: Limits, store: ModelStore, *request) -> int:
+    """ZeroGPU seconds for a raw /compare request (its arguments in API order).
+
+    ZeroGPU asks before compare runs, so this sees the request unvalidated and must never raise: a
+    request that fails validation gets the minimum, and compare's own validation reports why."""
+    try:
+        checked = check_request(limits, *request)
+    except Exception:  # noqa: BLE001 - whatever it is, compare raises it again with its message
+        return space_config.ZERO_GPU["min_seconds"]
+    needs_load = not all(store.is_loaded(s) for s in (checked.target, checked.draft) if s)
+    return duration_seconds(checked.max_new_tokens, needs_load, space_config.ZERO_GPU)
+
+
 def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
     owner: dict = {}  # pair key -> id of the run allowed to free it
 
     def _duration(prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed) -> int:
-        needs = [s for s in (target, draft if drafter == "draft-model" else None) if s]
-        return duration_seconds(max_new_tokens, not all(store.is_loaded(s) for s in needs), space_config.ZERO_GPU)
+        return request_duration(limits, store, prompt, target, draft, drafter, k, adaptive_k, temperature, top_p,
+                                max_new_tokens, seed)
 
     @gpu(_duration)
     def compare(prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from .events import ACCEPTED, BONUS, CORRECTED, RoundEvent
+from .events import ACCEPTED, BONUS, CORRECTED, PLAIN, RoundEvent
 from .render import FATES
 from .stats import accepted_pmf, predicted_speedup, tau
 
@@ -34,16 +34,18 @@ def _waiting(fig: go.Figure) -> go.Figure:
 
 
 def tokens_per_round(rounds: list[RoundEvent], alpha: float | None) -> go.Figure:
-    """Accepted drafts plus the target's token, per round, against E[tokens] = τ(α̂, m_round)."""
+    """Accepted drafts plus the target's token, per round, against E[tokens] = τ(α̂, m_round).
+    A round that drafted nothing shows its one token as plain, not as a bonus speculation earned."""
     fig = _figure("Tokens per round vs expected τ(α̂, k)", "round", "tokens")
     if not rounds:
         return _waiting(fig)
     x = [r.round for r in rounds]
     kept = [sum(f == ACCEPTED for f in r.fates) for r in rounds]
     fig.add_bar(x=x, y=kept, name="accepted drafts", marker_color=FATES[ACCEPTED][1])
-    for fate in (CORRECTED, BONUS):
-        fig.add_bar(x=x, y=[sum(f == fate for f in r.fates) for r in rounds], name=fate,
-                    marker_color=FATES[fate][1])
+    for fate in (CORRECTED, BONUS, PLAIN):
+        counts = [sum(f == fate for f in r.fates) for r in rounds]
+        if fate != PLAIN or any(counts):  # a draft model rarely drafts nothing: no empty legend entry
+            fig.add_bar(x=x, y=counts, name=fate, marker_color=FATES[fate][1])
     if alpha is not None:
         # Each round's own draft length (adaptive k, or prompt lookup proposing fewer) sets its τ.
         fig.add_scatter(x=x, y=[tau(alpha, len(r.drafted)) for r in rounds], mode="lines", name="τ(α̂, k)",

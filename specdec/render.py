@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import html
 
-from .events import ACCEPTED, BONUS, CORRECTED
+from .events import ACCEPTED, BONUS, CORRECTED, PLAIN
 
 # Fate -> (background, border, legend text). Light fills keep the text readable in both themes.
+# PLAIN is grey: a round that drafted nothing is ordinary decoding, with nothing to credit or blame.
 FATES = {
     ACCEPTED: ("#bbf7d0", "#16a34a", "accepted draft token"),
     CORRECTED: ("#fecaca", "#dc2626", "target correction (first rejected draft replaced)"),
     BONUS: ("#bfdbfe", "#2563eb", "bonus token (every draft accepted)"),
+    PLAIN: ("#e5e7eb", "#6b7280", "plain target token (nothing was drafted this round)"),
 }
 BOX = ("font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 14px; line-height: 1.7; "
        "white-space: pre-wrap; word-break: break-word; color: #111827; background: #ffffff; "
@@ -72,19 +74,39 @@ def stats_rows(stats: dict, standard: dict, speculative: dict, greedy: bool, fin
         ["tokens/s, speculative", _fmt(speculative["tokens_per_s"], 2),
          f"{speculative['tokens']} tokens in {speculative['seconds']:.2f} s, {stats['rounds']} rounds"],
         ["speedup, measured", _fmt(stats["speedup"], 2), "speculative tokens/s ÷ standard tokens/s"],
-        ["speedup, predicted", _fmt(stats["predicted_speedup"], 2), "τ / (k·c + 1), Leviathan et al. eq. 1"],
+        ["speedup, predicted", _fmt(stats["predicted_speedup"], 2),
+         "Σ τ(α̂, m_r) / Σ (m_r·c + 1) over the rounds' own draft lengths m_r (Leviathan et al. eq. 1)"],
         ["speedup, predicted with verify cost", _fmt(stats["predicted_speedup_with_verify_cost"], 2),
-         "τ / (k·c + measured verify cost)"],
+         "Σ τ(α̂, m_r) / Σ (m_r·c + v), v = measured verify cost (1 for a round that drafted nothing)"],
         ["α (acceptance rate)", _fmt(stats["alpha"]), "truncated-geometric MLE over rounds"],
         ["τ (mean tokens per round)", f"{_fmt(stats['tokens_per_round'], 2)} measured / {_fmt(stats['tau'], 2)} expected",
-         "expected: (1 − α^(k+1)) / (1 − α)"],
+         "expected: mean over rounds of τ(α̂, m_r) = (1 − α̂^(m_r+1)) / (1 − α̂), "
+         "m_r = the round's own draft length"],
         ["k (tokens drafted per round)", _fmt(stats["k"]), "starting k when adaptive"],
+        ["rounds with no draft", f"{stats['rounds_without_draft']} of {stats['rounds']}",
+         "the drafter proposed nothing: one plain target token, as standard decoding would"],
         ["c (draft cost ratio)", _fmt(stats["c"]), "seconds per drafted token ÷ seconds per target step"],
         ["verify cost", _fmt(stats["verify_cost"], 2), "a (k+1)-token verify pass, in target steps"],
     ]
-    if greedy and finished:
-        rows.append(["outputs identical", _fmt(stats["identical"]), "greedy: speculative must equal standard"])
+    if greedy and finished and "identical" in stats:
+        rows.append(["outputs identical", _identical(stats),
+                     "greedy: speculative must equal standard, unless the target's top two logits tie "
+                     "within its dtype's rounding"])
     return rows
+
+
+def _identical(stats: dict) -> str:
+    """yes; or where the lanes diverged and whether a numerical tie explains it."""
+    if stats["identical"]:
+        return "yes"
+    d = stats.get("divergence")
+    if not d:
+        return "no"
+    tie = d["numerical_tie"]
+    why = f"top-2 logit margin {d['margin']:.3g} {'≤' if tie else '>'} tolerance {d['tolerance']:.3g}, {d['dtype']}"
+    if tie:
+        return f"no: numerical tie at token {d['index']} ({why})"
+    return f"no: diverged at token {d['index']} ({why}): this is a bug"
 
 
 STATS_HEADERS = ["quantity", "value", "meaning"]

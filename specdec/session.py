@@ -11,6 +11,7 @@ the screen shows what two identical devices racing side by side would show.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Iterator
 
 from .compare import Pair, Request, summarize
@@ -55,6 +56,7 @@ class Step:
 class Race:
     def __init__(self, pair: Pair, request: Request, prompt_ids: list[int]):
         self.request = request
+        self._pair, self._prompt_ids = pair, prompt_ids  # for the divergence check once finished
         self.standard, self.speculative = Lane(), Lane()
         self.token_events: list[TokenEvent] = []
         self.rounds: list[RoundEvent] = []
@@ -108,11 +110,21 @@ class Race:
 
     def stats(self) -> dict:
         """The CLI's stats keys (partial while running) plus per-round drafted/accepted counts."""
-        stats = summarize(self.token_events, self.rounds, self.request.spec.k)
+        greedy = self.request.sampling.greedy
+        stats = summarize(self.token_events, self.rounds, self.request.spec.k, greedy)
+        if greedy and self.finished:
+            stats["divergence"] = self.divergence
         stats["drafted"] = [len(r.drafted) for r in self.rounds]
         stats["accepted"] = [r.accepted for r in self.rounds]
         stats["round_k"] = [r.k for r in self.rounds]
         return stats
+
+    @cached_property
+    def divergence(self) -> dict | None:
+        """Where the finished greedy lanes first differ, and whether a numerical tie explains it
+        (None when they agree). It may run the target once, so it runs alone and only once."""
+        with DEVICE_LOCK:
+            return self._pair.divergence(self._prompt_ids, self.standard.token_ids, self.speculative.token_ids)
 
 
 def replay_frames(steps: list[Step], fps: float = 15.0, max_seconds: float = 30.0) -> Iterator[tuple[float, int, int]]:

@@ -16,9 +16,10 @@ import app
 from specdec import Pair, Request, Sampling, Speculation, compare as engine_compare, load_model
 from specdec.session import Race
 
-CLI_STATS_KEYS = {"alpha", "alpha_naive", "alpha_analytic", "tau", "tokens_per_round", "k", "rounds", "c",
-                  "verify_cost", "speedup", "predicted_speedup", "predicted_speedup_with_verify_cost",
-                  "position_acceptance", "identical"}
+CLI_STATS_KEYS = {"alpha", "alpha_naive", "alpha_analytic", "tau", "tokens_per_round", "k", "rounds",
+                  "rounds_without_draft", "c", "verify_cost", "speedup", "predicted_speedup",
+                  "predicted_speedup_with_verify_cost", "position_acceptance"}
+GREEDY_KEYS = {"identical", "divergence"}  # greedy runs only: sampled lanes differ by design
 PROMPT = "abc abc abc abc abc"
 
 
@@ -55,8 +56,9 @@ def test_compare_streams_both_lanes_then_ends_with_plain_json(api, folders):
             for lane in ("standard", "speculative"):
                 assert final[lane]["text"].startswith(update[7][lane]["text"])
     stats = result[7]
-    assert CLI_STATS_KEYS <= stats.keys()
+    assert CLI_STATS_KEYS | GREEDY_KEYS <= stats.keys()
     assert stats["finished"] is True and stats["greedy"] is True
+    assert stats["divergence"] is None
     assert len(stats["drafted"]) == len(stats["accepted"]) == stats["rounds"] > 0
     assert all(0 <= a <= d for d, a in zip(stats["drafted"], stats["accepted"]))
     assert stats["identical"] is True
@@ -72,8 +74,12 @@ def test_compare_streams_both_lanes_then_ends_with_plain_json(api, folders):
 
 def test_compare_output_is_the_engine_output(api, folders):
     """Interleaving the lanes and streaming them changes nothing in what they generate."""
-    stats = api.predict(*args(PROMPT, folders["target"], folders["draft"], "draft-model", k=3, temperature=0.9,
-                              top_p=0.95, max_new_tokens=24, seed=11), api_name="/compare")[7]
+    result = api.predict(*args(PROMPT, folders["target"], folders["draft"], "draft-model", k=3, temperature=0.9,
+                               top_p=0.95, max_new_tokens=24, seed=11), api_name="/compare")
+    stats = result[7]
+    assert CLI_STATS_KEYS <= stats.keys() and stats["greedy"] is False
+    assert GREEDY_KEYS.isdisjoint(stats)  # sampled: no identity to claim
+    assert all(row[0] != "outputs identical" for row in result[2]["data"])
     pair = Pair(load_model(folders["target"], "cpu", log=lambda m: None),
                 load_model(folders["draft"], "cpu", log=lambda m: None))
     request = Request(PROMPT, 24, Sampling(0.9, 0, 0.95, 11), Speculation(3, k_max=8), "draft-model")
@@ -123,15 +129,39 @@ def test_bad_input_gets_a_clear_error_naming_the_limit(api, folders, changes, me
     assert message in str(error.value)
 
 
+def raw_compare(url: str, data: list) -> str:
+    """POST /compare as any HTTP client can (JSON with NaN, Infinity, 400-digit ints), and read its stream."""
+    url = url.rstrip("/") + "/gradio_api/call/compare"
+    post = urllib.request.Request(url, json.dumps({"data": data}).encode(), {"Content-Type": "application/json"})
+    event_id = json.loads(urllib.request.urlopen(post, timeout=30).read())["event_id"]
+    return urllib.request.urlopen(f"{url}/{event_id}", timeout=60).read().decode()
+
+
 def test_nan_sent_as_raw_json_is_refused(server, folders, api):
     """gradio_client cannot even encode NaN; a raw HTTP client can, and gets a clear error."""
-    url = server[0].rstrip("/") + "/gradio_api/call/compare"
-    body = json.dumps({"data": args(PROMPT, folders["target"], temperature=float("nan"))}).encode()
-    assert b"NaN" in body
-    post = urllib.request.Request(url, body, {"Content-Type": "application/json"})
-    event_id = json.loads(urllib.request.urlopen(post, timeout=30).read())["event_id"]
-    stream = urllib.request.urlopen(f"{url}/{event_id}", timeout=60).read().decode()
+    stream = raw_compare(server[0], args(PROMPT, folders["target"], temperature=float("nan")))
     assert "event: error" in stream and "temperature must be a finite number" in stream
+    assert api.predict(*args(PROMPT, folders["target"], max_new_tokens=4), api_name="/compare")[7]["finished"]
+
+
+JUNK_PAYLOADS = [
+    ({"k": 10**400}, "k must be in [1, 8]"),
+    ({"max_new_tokens": -10**400}, "max_new_tokens must be in [1, 48]"),
+    ({"seed": float("inf")}, "seed must be a finite number"),
+    ({"drafter": ["prompt-lookup"]}, "unknown drafter"),
+    ({"target": {"name": "embedded"}}, "target model must be text"),
+    ({"drafter": "draft-model", "draft": [1, 2]}, "draft model must be text"),
+    ({"adaptive": None}, "adaptive_k must be true or false"),
+    ({"prompt": 42}, "prompt must be text"),
+]
+
+
+def test_junk_of_any_type_gets_a_clear_error_and_the_server_keeps_serving(server, folders, api):
+    for changes, message in JUNK_PAYLOADS:
+        values = dict(zip(["prompt", "target", "draft", "drafter", "k", "adaptive", "temperature", "top_p",
+                           "max_new_tokens", "seed"], args(PROMPT, folders["target"])))
+        stream = raw_compare(server[0], list({**values, **changes}.values()))
+        assert "event: error" in stream and message in stream, (changes, stream[-300:])
     assert api.predict(*args(PROMPT, folders["target"], max_new_tokens=4), api_name="/compare")[7]["finished"]
 
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import sys
+import types
 
+import gradio as gr
 import pytest
 import torch
 
@@ -16,12 +20,13 @@ from specdec import charts, presets, render, store as store_module
 from specdec.compare import Pair, Request
 from specdec.config import Sampling, Speculation
 from specdec.drafters import DRAFTERS
-from specdec.events import ACCEPTED, BONUS, CORRECTED, RoundEvent
+from specdec.events import ACCEPTED, BONUS, CORRECTED, PLAIN, RoundEvent
 from specdec.limits import InvalidInput, check_prompt_tokens, check_request
 from specdec.loading import Loaded
 from specdec.session import SPECULATIVE, STANDARD, Race, Step, lane_pieces, replay_frames
-from specdec.stats import accepted_pmf, predicted_speedup, tau
+from specdec.stats import accepted_pmf, position_acceptance, predicted_speedup, tau
 from specdec.store import LoadError, ModelStore
+from specdec.zerogpu import duration_seconds
 
 GOOD = dict(prompt="hello", target="embedded", draft="", drafter="prompt-lookup", k=4, adaptive=False,
             temperature=0.0, top_p=1.0, max_new_tokens=16, seed=0)
@@ -56,6 +61,113 @@ def test_bad_values_name_the_input_and_its_limit(changes, message):
     with pytest.raises(InvalidInput) as error:
         check(**changes)
     assert message in str(error.value)
+
+
+HUGE = 10**400  # valid JSON, but float(HUGE) and math.isfinite(HUGE) raise OverflowError
+JUNK = {"huge int": HUGE, "huge negative int": -HUGE, "inf": math.inf, "nan": math.nan, "list": ["embedded", 4],
+        "dict": {"k": 4}, "None": None, "bool": True, "arbitrary string": "zebra!", "empty string": ""}
+# The name each argument has in the API and in its messages.
+API_NAMES = {**{name: name for name in GOOD}, "adaptive": "adaptive_k"}
+ALLOWED = {("prompt", "arbitrary string"), ("adaptive", "bool")}  # not junk for that argument
+
+
+def junk_cases():
+    return [pytest.param(name, value, id=f"{name}-{label}") for name in GOOD for label, value in JUNK.items()
+            if (name, label) not in ALLOWED]
+
+
+@pytest.mark.parametrize("name, value", junk_cases())
+def test_junk_of_any_type_in_any_argument_is_refused_naming_the_argument(name, value):
+    # The draft is only read by the draft-model drafter; anywhere else it is ignored.
+    changes = {name: value, **({"drafter": "draft-model"} if name == "draft" else {})}
+    with pytest.raises(InvalidInput) as error:
+        check(**changes)
+    message = str(error.value)
+    assert re.search(rf"\b{API_NAMES[name]}\b", message), message
+    assert len(message) < 400  # a huge value is not echoed back whole
+
+
+@pytest.mark.parametrize("name, limit", [("k", "[1, 8]"), ("max_new_tokens", "[1, 48]"), ("seed", "[0, 2.14748e+09]"),
+                                         ("temperature", "[0, 2]"), ("top_p", "(0, 1]")])
+@pytest.mark.parametrize("value", [HUGE, -HUGE, 10**5000], ids=["1e400", "-1e400", "1e5000"])
+def test_huge_integers_get_the_range_not_an_overflow(name, limit, value):
+    with pytest.raises(InvalidInput, match=re.escape(f"{name} must be in {limit}, got ")):
+        check(**{name: value})
+
+
+@pytest.mark.parametrize("name", ["prompt", "target", "draft"])
+@pytest.mark.parametrize("value", [["embedded"], {"a": 1}, 7, True])
+def test_text_arguments_of_another_type_say_so(name, value):
+    with pytest.raises(InvalidInput, match=f"{name}( model)? must be text, got {type(value).__name__}"):
+        check(**{name: value, "drafter": "draft-model"})
+
+
+def test_a_draft_of_another_type_is_refused_even_when_unused():
+    with pytest.raises(InvalidInput, match="draft model must be text"):
+        check(draft=["embedded"])
+    assert check(draft=None).draft is None
+
+
+ZERO_GPU = {"min_seconds": 20, "max_seconds": 120, "load_seconds": 40, "seconds_per_token": 0.1}
+
+
+@pytest.mark.parametrize("value", [pytest.param(v, id=label) for label, v in
+                                   {**JUNK, "10**5000": 10**5000, "zero": 0, "negative": -3, "text": "16"}.items()])
+@pytest.mark.parametrize("needs_load", [False, True])
+def test_zerogpu_duration_gives_junk_the_minimum_and_never_raises(value, needs_load):
+    assert duration_seconds(value, needs_load, ZERO_GPU) == ZERO_GPU["min_seconds"]
+
+
+def test_zerogpu_duration_of_a_count_too_large_for_its_seconds_is_the_maximum():
+    assert duration_seconds(1e308, False, ZERO_GPU) == ZERO_GPU["max_seconds"]
+
+
+def fake_spaces(asked: list) -> types.ModuleType:
+    """spaces.GPU as ZeroGPU calls it: duration(*args) first, to size the lease, then the function."""
+    spaces = types.ModuleType("spaces")
+
+    def GPU(duration):
+        def decorate(fn):
+            def wrapper(*args, **kwargs):
+                asked.append(duration(*args, **kwargs))
+                return fn(*args, **kwargs)
+            return wrapper
+        return decorate
+
+    spaces.GPU = GPU
+    return spaces
+
+
+@pytest.fixture()
+def zerogpu_compare(monkeypatch):
+    """The app's /compare handler under a fake ZeroGPU, and the durations it asked for."""
+    import app
+
+    asked: list = []
+    monkeypatch.setitem(sys.modules, "spaces", fake_spaces(asked))
+    compare = app.make_handlers(TEST_LIMITS, ModelStore(max_models=1, device="cpu"), 3.0)[0]
+    return compare, asked
+
+
+@pytest.mark.parametrize("name, value", junk_cases())
+def test_zerogpu_duration_runs_before_validation_and_never_masks_its_message(zerogpu_compare, name, value):
+    import app
+
+    compare, asked = zerogpu_compare
+    request = {**GOOD, name: value, **({"drafter": "draft-model"} if name == "draft" else {})}
+    with pytest.raises(gr.Error) as error:
+        next(compare(*request.values()))
+    assert re.search(rf"\b{API_NAMES[name]}\b", str(error.value.message)), error.value.message
+    assert asked == [app.space_config.ZERO_GPU["min_seconds"]]
+
+
+def test_zerogpu_duration_of_a_valid_request_counts_tokens_and_loading():
+    import app
+
+    settings, store = app.space_config.ZERO_GPU, ModelStore(max_models=1, device="cpu")
+    request = {**GOOD, "max_new_tokens": 48}
+    expected = round(settings["load_seconds"] + 2 * 48 * settings["seconds_per_token"])
+    assert app.request_duration(TEST_LIMITS, store, *request.values()) == expected
 
 
 def test_prompt_token_limit():
@@ -199,6 +311,49 @@ def test_the_lane_that_is_behind_goes_next(tiny_pair):
         assert other_done or before[lane] <= before[other]
 
 
+def race_of(pair, sampling: Sampling) -> Race:
+    request = Request("abc abc abc", 12, sampling, Speculation(3), "draft-model")
+    return Race(pair, request, pair.prompt_ids(request))
+
+
+def test_a_finished_greedy_race_reports_where_its_lanes_diverge(tiny_pair, monkeypatch):
+    calls = []
+
+    def divergence(prompt_ids, standard_ids, speculative_ids):
+        calls.append((list(prompt_ids), list(standard_ids), list(speculative_ids)))
+        return {"index": 3, "numerical_tie": True}
+
+    monkeypatch.setattr(tiny_pair, "divergence", divergence, raising=False)
+    race = race_of(tiny_pair, Sampling())
+    race.step()
+    assert "divergence" not in race.stats()  # only a finished race has both outputs to compare
+    for _ in race:
+        pass
+    assert race.stats()["divergence"] == race.stats()["divergence"] == {"index": 3, "numerical_tie": True}
+    prompt_ids = tiny_pair.prompt_ids(race.request)
+    assert calls == [(prompt_ids, race.standard.token_ids, race.speculative.token_ids)]  # once, then kept
+
+
+def test_a_sampled_race_has_neither_identical_nor_divergence(tiny_pair, monkeypatch):
+    monkeypatch.setattr(tiny_pair, "divergence", lambda *a: pytest.fail("greedy runs only"), raising=False)
+    race = race_of(tiny_pair, Sampling(0.9, 0, 0.95, 3))
+    for _ in race:
+        pass
+    stats = race.stats()
+    assert "identical" not in stats and "divergence" not in stats
+
+
+def test_a_temperature_below_the_greedy_floor_is_reported_greedy(tiny_pair, monkeypatch):
+    import app
+
+    monkeypatch.setattr(tiny_pair, "divergence", lambda *a: None, raising=False)
+    race = race_of(tiny_pair, Sampling(1e-6))
+    for _ in race:
+        pass
+    result = app._result(race, check(temperature=1e-6), tiny_pair)
+    assert result["greedy"] is True and result["identical"] is True and result["divergence"] is None
+
+
 def steps(*spec):
     return [Step(lane, at, ((f"{lane[0]}{i}", ""),)) for i, (lane, at) in enumerate(spec)]
 
@@ -231,20 +386,84 @@ def test_lane_html_escapes_text_and_colours_each_fate():
     assert "tok-" not in plain and "–</b> tok/s" in plain
 
 
-def test_legend_names_all_three_fates():
+def test_legend_explains_all_four_fates():
     legend = render.legend_html()
-    for fate in (ACCEPTED, CORRECTED, BONUS):
+    for fate in (ACCEPTED, CORRECTED, BONUS, PLAIN):
         assert f"tok-{fate}" in legend and render.FATES[fate][2] in legend
+    assert "nothing was drafted" in render.FATES[PLAIN][2]
+
+
+def test_speculation_colours_stay_as_they_were():
+    assert render.FATES[ACCEPTED][:2] == ("#bbf7d0", "#16a34a")
+    assert render.FATES[CORRECTED][:2] == ("#fecaca", "#dc2626")
+    assert render.FATES[BONUS][:2] == ("#bfdbfe", "#2563eb")
+
+
+def test_a_plain_token_is_neutral_not_a_bonus():
+    html = render.lane_html(SPECULATIVE, "Speculative", [("x", PLAIN)], tokens=1, seconds=1.0, finished=True)
+    fill, edge, _ = render.FATES[PLAIN]
+    assert "tok-plain" in html and fill in html and edge in html
+    assert "tok-bonus" not in html and render.FATES[BONUS][0] not in html and render.FATES[BONUS][1] not in html
+    assert {fill, edge}.isdisjoint(c for fate in (ACCEPTED, CORRECTED, BONUS) for c in render.FATES[fate][:2])
+
+
+def test_replay_shows_plain_tokens_in_the_neutral_colour():
+    trace = [Step(SPECULATIVE, 0.1, (("a", PLAIN),)), Step(SPECULATIVE, 0.2, (("b", ACCEPTED), ("c", BONUS)))]
+    pieces = lane_pieces(trace, SPECULATIVE, 2)
+    html = render.lane_html(SPECULATIVE, "Speculative", pieces, 3, 0.2, True)
+    assert html.count("tok-plain") == 1 and html.count("tok-bonus") == 1 and render.FATES[PLAIN][0] in html
+
+
+def table_stats(**changes) -> dict:
+    stats = {key: None for key in ("speedup", "predicted_speedup", "predicted_speedup_with_verify_cost", "alpha",
+                                   "tokens_per_round", "tau", "c", "verify_cost")}
+    stats.update(k=4, rounds=0, rounds_without_draft=0, identical=True, divergence=None)
+    stats.update(changes)
+    return stats
+
+
+LANE = {"tokens_per_s": None, "tokens": 0, "seconds": 0.0}
+
+
+def table(stats: dict, greedy: bool = True, finished: bool = True) -> dict[str, list[str]]:
+    return {row[0]: row[1:] for row in render.stats_rows(stats, LANE, LANE, greedy, finished)}
 
 
 def test_identical_row_only_for_finished_greedy_runs():
-    stats = {key: None for key in ("speedup", "predicted_speedup", "predicted_speedup_with_verify_cost", "alpha",
-                                   "tokens_per_round", "tau", "c", "verify_cost")}
-    stats.update(k=4, rounds=0, identical=True)
-    lane = {"tokens_per_s": None, "tokens": 0, "seconds": 0.0}
-    assert render.stats_rows(stats, lane, lane, greedy=True, finished=True)[-1][:2] == ["outputs identical", "yes"]
-    assert all(r[0] != "outputs identical" for r in render.stats_rows(stats, lane, lane, False, True))
-    assert all(r[0] != "outputs identical" for r in render.stats_rows(stats, lane, lane, True, False))
+    assert table(table_stats())["outputs identical"][0] == "yes"
+    assert "outputs identical" not in table(table_stats(), greedy=True, finished=False)
+    sampled = table_stats()
+    del sampled["identical"], sampled["divergence"]  # the engine leaves them out under sampling
+    assert "outputs identical" not in table(sampled, greedy=False)
+
+
+def divergence(margin: float, tie: bool) -> dict:
+    return {"index": 17, "standard_token": 5, "speculative_token": 9, "margin": margin, "tolerance": 0.06,
+            "dtype": "bfloat16", "numerical_tie": tie}
+
+
+def test_identical_row_tells_a_numerical_tie_from_a_real_divergence():
+    tie = table(table_stats(identical=False, divergence=divergence(0.031, True)))["outputs identical"][0]
+    assert tie == "no: numerical tie at token 17 (top-2 logit margin 0.031 ≤ tolerance 0.06, bfloat16)"
+    bug = table(table_stats(identical=False, divergence=divergence(2.4, False)))["outputs identical"][0]
+    assert bug == "no: diverged at token 17 (top-2 logit margin 2.4 > tolerance 0.06, bfloat16): this is a bug"
+
+
+def test_identical_row_without_a_divergence_report_still_says_no():
+    assert table(table_stats(identical=False, divergence=None))["outputs identical"][0] == "no"
+
+
+def test_rounds_with_no_draft_are_counted_in_the_table():
+    row = table(table_stats(rounds=12, rounds_without_draft=3))["rounds with no draft"]
+    assert row[0] == "3 of 12" and "plain" in row[1]
+
+
+def test_predictions_are_explained_over_each_rounds_own_draft_length():
+    rows = table(table_stats())
+    assert "m_r" in rows["τ (mean tokens per round)"][1]
+    assert "Σ τ(α̂, m_r) / Σ (m_r·c + 1)" in rows["speedup, predicted"][1]
+    assert "Σ τ(α̂, m_r)" in rows["speedup, predicted with verify cost"][1]
+    assert rows["k (tokens drafted per round)"][1] == "starting k when adaptive"
 
 
 # ---------------------------------------------------------------- charts
@@ -254,7 +473,7 @@ def rounds_fixture():
         return RoundEvent(i, drafted, tuple(range(drafted)), accepted, tuple(range(len(fates))), tuple(fates),
                           0.01, 0.02, (0.5,) * drafted, False)
     return [rnd(0, 4, 4, [ACCEPTED] * 4 + [BONUS]), rnd(1, 4, 1, [ACCEPTED, CORRECTED]),
-            rnd(2, 2, 0, [CORRECTED]), rnd(3, 0, 0, [BONUS])]
+            rnd(2, 2, 0, [CORRECTED]), rnd(3, 0, 0, [PLAIN])]
 
 
 def test_tokens_per_round_chart_draws_tau_for_each_rounds_draft_length():
@@ -263,6 +482,25 @@ def test_tokens_per_round_chart_draws_tau_for_each_rounds_draft_length():
     assert list(theory.y) == pytest.approx([tau(0.6, 4), tau(0.6, 4), tau(0.6, 2), tau(0.6, 0)])
     accepted = next(t for t in fig.data if t.name == "accepted drafts")
     assert list(accepted.y) == [4, 1, 0, 0]
+
+
+def test_a_round_that_drafted_nothing_is_a_plain_bar_not_a_bonus():
+    fig = charts.tokens_per_round(rounds_fixture(), alpha=0.6)
+    bars = {t.name: list(t.y) for t in fig.data if t.type == "bar"}
+    assert bars["plain"] == [0, 0, 0, 1]
+    assert bars["bonus"] == [1, 0, 0, 0] and bars["corrected"] == [0, 1, 1, 0]
+    plain = next(t for t in fig.data if t.name == "plain")
+    assert plain.marker.color == render.FATES[PLAIN][1]
+
+
+def test_plain_rounds_stay_out_of_the_position_chart_and_the_measured_k():
+    rounds = rounds_fixture()
+    rates = position_acceptance([len(r.drafted) for r in rounds], [r.accepted for r in rounds])
+    with_plain_left_out = position_acceptance([len(r.drafted) for r in rounds[:3]], [r.accepted for r in rounds[:3]])
+    assert rates == with_plain_left_out
+    speedup = charts.all_charts(rounds, {"alpha": 0.6, "k": 4, "c": 0.1, "verify_cost": 1.2, "speedup": 1.1,
+                                         "position_acceptance": rates}, 8)[2]
+    assert list(speedup.data[-1].x) == [pytest.approx(10 / 3)]  # mean k of the rounds that drafted
 
 
 def test_histogram_expectation_is_the_mixture_of_truncated_geometric_pmfs():
