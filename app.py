@@ -17,15 +17,17 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr  # noqa: E402
 
 import space_config  # noqa: E402
-from specdec import charts, presets, render  # noqa: E402
-from specdec.compare import Request  # noqa: E402
-from specdec.config import Sampling, Speculation  # noqa: E402
-from specdec.drafters import DRAFTERS  # noqa: E402
-from specdec.limits import Checked, InvalidInput, Limits, check_prompt_tokens, check_request  # noqa: E402
-from specdec.loading import TokenizerMismatch  # noqa: E402
-from specdec.session import SPECULATIVE, STANDARD, Race, lane_pieces, replay_frames, replay_speed  # noqa: E402
-from specdec.store import DEVICE_LOCK, LoadError, ModelStore, free_device_memory, is_out_of_memory, short  # noqa: E402
-from specdec.zerogpu import duration_seconds, gpu  # noqa: E402
+from specdec.engine.config import Sampling, Speculation  # noqa: E402
+from specdec.engine.drafters import DRAFTERS  # noqa: E402
+from specdec.engine.loaded import TokenizerMismatch  # noqa: E402
+from specdec.engine.pair import Request  # noqa: E402
+from specdec.playground import charts, presets, render  # noqa: E402
+from specdec.playground.limits import Checked, InvalidInput, Limits, check_prompt_tokens, check_request  # noqa: E402
+from specdec.playground.session import (  # noqa: E402
+    SPECULATIVE, STANDARD, Race, lane_pieces, replay_frames, replay_speed)
+from specdec.playground.store import (  # noqa: E402
+    DEVICE_LOCK, LoadError, ModelStore, free_device_memory, is_out_of_memory, short)
+from specdec.playground.zerogpu import duration_seconds, gpu  # noqa: E402
 
 DEFAULT_PROMPT = ("Add type hints and a docstring to this function, and return the whole function:\n\n"
                   "def merge(a, b):\n    out = []\n    while a and b:\n"
@@ -277,7 +279,7 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
         inputs = [prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed]
         outputs = [standard_lane, speculative_lane, stats_table, chart_rounds, chart_hist, chart_speedup,
                    chart_positions, stats_json, trace]
-        # preprocess=False: values reach specdec.limits raw, so out-of-range or NaN input gets a
+        # preprocess=False: values reach playground.limits raw, so out-of-range or NaN input gets a
         # message naming the limit instead of a component's generic one.
         run_event = run.click(compare, inputs, outputs, api_name="compare", preprocess=False,
                               concurrency_id="gpu", concurrency_limit=space_config.GPU_CONCURRENCY,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 
-from specdec.limits import Limits
-from specdec.presets import PRESETS, allowlist
+from specdec.playground.limits import Limits
+from specdec.playground.presets import PRESETS, allowlist
 
 # The Space's front matter, in the order it is written. Hugging Face's accepted values are checked
 # by tests/test_space.py: the colours and sdk from the Spaces configuration reference, the hardware

@@ -5,8 +5,8 @@ import argparse
 import json
 import sys
 
-from .config import Sampling, Speculation
-from .drafters import DRAFTERS
+from .engine.config import Sampling, Speculation
+from .engine.drafters import DRAFTERS
 
 
 def add_model_args(parser: argparse.ArgumentParser) -> None:
@@ -50,8 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load_pair(args, log=None):
-    from .compare import Pair
-    from .loading import load_model
+    from .engine.pair import Pair
+    from .models.loading import load_model
 
     log = log or (lambda message: print(message, file=sys.stderr))
     drafter = args.drafter or ("draft-model" if args.draft else "prompt-lookup")
@@ -66,7 +66,8 @@ def load_pair(args, log=None):
 
 
 def generate(args) -> None:
-    from .compare import Request, compare
+    from .engine.pair import Request
+    from .engine.compare import compare
 
     pair, drafter = load_pair(args)
     request = Request(
@@ -106,17 +107,17 @@ def divergence_note(divergence: dict | None) -> str:
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:
-        from .bench import main as bench_main
+        from .bench.cli import main as bench_main
 
         return bench_main(argv[1:])
-    from .offline import FetchError
+    from .models.offline import FetchError
 
     args = build_parser().parse_args(argv)
     try:
         if args.command == "generate":
             generate(args)
         elif args.command == "fetch":
-            from .offline import fetch_cli
+            from .models.offline import fetch_cli
 
             fetch_cli(args.which)
     except (ValueError, FileNotFoundError, FetchError) as error:

@@ -38,7 +38,7 @@ def browser():
 
 def test_default_preset_runs_in_the_browser(browser):
     import space_config
-    from specdec.store import ModelStore
+    from specdec.playground.store import ModelStore
 
     with launched(limits=space_config.LOCAL_LIMITS, store=ModelStore(device="cpu")) as (url, _):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})

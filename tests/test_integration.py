@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from specdec import Pair, Request, Sampling, Speculation, load_model
-from specdec.text import Detokenizer
+from specdec.engine.text import Detokenizer
 
 pytestmark = pytest.mark.integration
 

@@ -14,8 +14,8 @@ from huggingface_hub import SpaceHardware
 from test_app_support import ROOT
 
 import space_config
-from specdec import zerogpu
-from specdec.presets import PRESETS
+from specdec.playground import zerogpu
+from specdec.playground.presets import PRESETS
 
 # From the Spaces configuration reference (huggingface.co/docs/hub/spaces-config-reference).
 COLOURS = {"red", "yellow", "green", "blue", "indigo", "purple", "pink", "gray"}

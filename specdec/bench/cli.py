@@ -1,0 +1,284 @@
+"""python -m specdec bench: does speculative decoding pay off for this model pair and workload?
+
+Runs a prompt suite over a grid of drafters (every one in the engine's registry), k values,
+schedules and temperatures, with repeats, timing our standard and speculative decoding next to
+transformers' model.generate, assisted generation and prompt lookup. Writes results.json (every
+measurement; finished cells are skipped on the next run), a Markdown report and plotly figures.
+
+    python -m specdec bench --quick                      # a few minutes on CPU
+    python -m specdec bench                              # the full CPU grid (docs/BENCHMARKS.md)
+    python -m specdec bench --target Qwen/Qwen2.5-7B-Instruct --draft Qwen/Qwen2.5-0.5B-Instruct --k 3,5
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import gc
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from .figures import write_figures
+from .grid import SCHEDULES, Plan, Setup, expand, load_suite, needs_draft_model, runnable_drafters, setups_of
+from .lanes import Models, busiest, jobs_for, run_repeat, warm_up
+from .meters import OtherLoad, machine
+from .presets import full_plans, quick_plans
+from .report import report
+from .stats import summarize_cell
+
+# The shared suite when it sits beside the checkout, else the copy shipped in the package (fresh clones).
+SUITES = ("shared/prompts/bench.jsonl", "../shared/prompts/bench.jsonl",
+          str(Path(__file__).parent / "prompts" / "bench.jsonl"))
+
+
+def csv(kind):
+    return lambda text: tuple(kind(x) for x in text.split(",") if x.strip())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m specdec bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="the small grid (a few minutes on CPU)")
+    p.add_argument("--suite", default=None,
+                   help="prompt JSONL with id, category, prompt (default: shared/prompts/bench.jsonl)")
+    p.add_argument("--out", default="bench-results", help="folder for results.json and figures/")
+    p.add_argument("--report", default=None, help="Markdown report path (default: OUT/report.md)")
+    p.add_argument("--fresh", action="store_true", help="start over instead of skipping finished cells")
+    p.add_argument("--report-only", action="store_true", help="rebuild the report and figures from results.json")
+    p.add_argument("--no-png", action="store_true", help="HTML figures only")
+    p.add_argument("--plotlyjs", default="directory", choices=["directory", "cdn"],
+                   help="HTML figures load plotly.js from a copy beside them (offline) or from the CDN")
+    p.add_argument("--notes", default=None, help="Markdown file appended to the report as its analysis")
+    g = p.add_argument_group("a shared machine")
+    g.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    g.add_argument("--quiet-cores", type=float, default=0.5,
+                   help="a repeat during which other processes used more CPU cores than this is redone")
+    g.add_argument("--retries", type=int, default=1, help="how many times a busy repeat is redone")
+    g.add_argument("--wait", type=float, default=0.0,
+                   help="before each repeat, wait up to this many seconds for other processes to go quiet")
+    g = p.add_argument_group("models (instead of the preset's setups)")
+    g.add_argument("--target", default=None, help="Hub id, folder, .gguf or offline name")
+    g.add_argument("--draft", default=None, help="draft model for the draft-model drafter")
+    g.add_argument("--draft-quantize", default=None, choices=["int8"])
+    g.add_argument("--name", default=None, help="label for this setup in the report")
+    g.add_argument("--device", default=None)
+    g.add_argument("--dtype", default=None)
+    g.add_argument("--trust-remote-code", action="store_true")
+    g = p.add_argument_group("grid (overrides every plan of the preset)")
+    g.add_argument("--drafters", type=csv(str), default=None, help="comma list (default: every registered drafter)")
+    g.add_argument("--k", type=csv(int), default=None, help="comma list of k values")
+    g.add_argument("--schedules", type=csv(str), default=None, help=f"comma list from {','.join(SCHEDULES)}")
+    g.add_argument("--temperatures", type=csv(float), default=None, help="comma list; 0 = greedy")
+    g.add_argument("--max-new-tokens", type=int, default=None)
+    g.add_argument("--repeats", type=int, default=None)
+    g.add_argument("--prompts", type=csv(str), default=None, help="comma list of prompt ids")
+    g.add_argument("--per-category", type=int, default=None, help="first n prompts of each category")
+    return p
+
+
+def make_plans(args, suite) -> list[Plan]:
+    if args.target:
+        setup = Setup(args.name or args.target + (f"+{args.draft}" if args.draft else ""), args.target, args.draft,
+                      args.draft_quantize)
+        base = quick_plans()[0] if args.quick else Plan(setup, per_category=1, ks=(2, 4, 6), repeats=3)
+        plans = [dataclasses.replace(base, setup=setup)]
+    else:
+        plans = quick_plans() if args.quick else full_plans(suite)
+    overrides = {name: value for name, value in (
+        ("drafters", args.drafters), ("ks", args.k), ("schedules", args.schedules),
+        ("temperatures", args.temperatures), ("max_new_tokens", args.max_new_tokens), ("repeats", args.repeats),
+        ("prompts", args.prompts), ("per_category", args.per_category)) if value is not None}
+    if args.prompts is not None and args.per_category is None:
+        overrides["per_category"] = None
+    return [dataclasses.replace(plan, **overrides) for plan in plans]
+
+
+def find_suite(path: str | None) -> Path:
+    if path:
+        return Path(path)
+    for candidate in SUITES:
+        if Path(candidate).is_file():
+            return Path(candidate)
+    raise SystemExit(f"no prompt suite found at {' or '.join(SUITES)}; pass --suite PATH")
+
+
+def load_results(path: Path, fresh: bool) -> dict:
+    if path.is_file() and not fresh:
+        return json.loads(path.read_text())
+    return {"meta": {"commands": [], "setups": []}, "cells": []}
+
+
+def save_results(path: Path, results: dict) -> None:
+    """Atomically, so an interrupted run leaves the last finished group on disk."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(results, indent=1, allow_nan=False))
+    os.replace(tmp, path)
+
+
+def load_setup(setup: Setup, plans: list[Plan], args, log) -> Models:
+    from ..engine.pair import Pair
+    from ..models.loading import load_model
+
+    target = load_model(setup.target, args.device, args.dtype, args.trust_remote_code, log=log)
+    wanted = {d for plan in plans if plan.setup == setup for d in runnable_drafters(plan)[0]}
+    draft = None
+    if setup.draft and any(needs_draft_model(d) for d in wanted):
+        draft = load_model(setup.draft, target.device, target.dtype, args.trust_remote_code, log=log,
+                           quantize=setup.draft_quantize)
+    return Models(Pair(target, draft), target, draft)
+
+
+def record_setup(results: dict, setup: Setup, models: Models, plans: list[Plan]) -> None:
+    skipped = sorted({d for plan in plans if plan.setup == setup for d in runnable_drafters(plan)[1]})
+    entry = {**dataclasses.asdict(setup), "dtype": str(models.target.dtype).replace("torch.", ""),
+             "device": str(models.target.device), "skipped_drafters": skipped}
+    results["meta"]["setups"] = [s for s in results["meta"]["setups"] if s["name"] != setup.name] + [entry]
+
+
+def run(plans: list[Plan], suite, results: dict, results_path: Path, args, log) -> None:
+    from tqdm import tqdm
+
+    done = {c["key"]: c for c in results["cells"]}
+    todo = []
+    for group in expand(plans, suite):
+        cells = tuple(c for c in group.cells if len(done.get(c.key, {}).get("repeats", [])) < group.repeats)
+        if cells:
+            todo.append(dataclasses.replace(group, cells=cells))
+    skipped = sum(len(g.cells) for g in expand(plans, suite)) - sum(len(g.cells) for g in todo)
+    log(f"{sum(len(g.cells) for g in todo)} cells to run in {len(todo)} groups ({skipped} already finished)")
+    total = sum((g.repeats + 1) * len(jobs_for(g.cells)) for g in todo)
+    # Redrawn often on a terminal; in a log file, a line every half minute is enough.
+    bar = tqdm(total=total, unit="lane", desc="bench", dynamic_ncols=True, file=sys.stderr,
+               mininterval=0.2 if sys.stderr.isatty() else 30.0)
+    for setup in setups_of(plans):
+        groups = [g for g in todo if g.setup == setup]
+        if not groups:
+            continue
+        models = load_setup(setup, plans, args, lambda m: bar.write(m))
+        record_setup(results, setup, models, plans)
+        for group in groups:
+            bar.set_description(f"{setup.name} {group.prompt.id} T={group.temperature:g}")
+            warm_up(models, group, group.cells)
+            bar.update(len(jobs_for(group.cells)))
+            records = [_repeat(models, group, r, args, bar) for r in range(group.repeats)]
+            for cell in group.cells:
+                done[cell.key] = {**dataclasses.asdict(cell), "key": cell.key,
+                                  "repeats": [rec[cell.key] for rec in records]}
+            results["cells"] = list(done.values())
+            save_results(results_path, results)
+            bar.write(_group_line(group, done))
+        del models
+        gc.collect()
+    bar.close()
+
+
+def _repeat(models: Models, group, repeat: int, args, bar) -> dict:
+    """One repeat, redone (up to --retries times) while other processes take more than --quiet-cores;
+    if none is quiet, the quietest attempt is kept (its lanes record how busy the machine was)."""
+    attempts = []
+    for attempt in range(args.retries + 1):
+        wait_for_quiet(args.wait, args.quiet_cores)
+        records = run_repeat(models, group, group.cells, repeat, tick=lambda: bar.update(1))
+        attempts.append((busiest(records), attempt, records))
+        if attempts[-1][0] <= args.quiet_cores:
+            break
+        if attempt < args.retries:
+            bar.total += len(jobs_for(group.cells))
+            bar.write(f"{group.prompt.id} repeat {repeat}: other processes used {attempts[-1][0]:.2f} cores; "
+                      "redoing it")
+    records = min(attempts, key=lambda a: a[:2])[2]
+    for record in records.values():
+        record["attempts"] = len(attempts)
+    return records
+
+
+def wait_for_quiet(max_seconds: float, cores: float, poll: float = 2.0) -> None:
+    waited = 0.0
+    while waited < max_seconds:
+        monitor = OtherLoad()
+        time.sleep(poll)
+        waited += poll
+        used = monitor.cores()
+        if used is None or used <= cores:
+            return
+
+
+def _group_line(group, done) -> str:
+    parts = []
+    for cell in group.cells:
+        s = summarize_cell(done[cell.key])
+        peers = " ".join(f"/{p} {v['median']:.2f}" for p, v in s["vs_peer"].items() if v)
+        parts.append(f"{cell.drafter} k={cell.k} {cell.schedule[0]}: {s['speedup']['median']:.2f}x {peers}")
+    first = summarize_cell(done[group.cells[0].key])
+    return (f"{group.setup.name} {group.prompt.id} T={group.temperature:g}: std "
+            f"{first['tokens_per_s']['standard']['median']:.2f} tok/s, std/generate "
+            f"{first['standard_vs_generate']['median']:.2f}; " + "; ".join(parts))
+
+
+def write_outputs(results: dict, results_path: Path, report_path: Path, args, log) -> None:
+    summaries = [summarize_cell(c) for c in results["cells"] if c["repeats"]]
+    figures = write_figures(summaries, results_path.parent / "figures", png=not args.no_png,
+                            plotlyjs=args.plotlyjs, log=log)
+    notes = Path(args.notes).read_text(encoding="utf-8") if args.notes else ""
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    report_path.write_text(report(results, summaries, figures, report_path, notes), encoding="utf-8")
+    log(f"wrote {results_path}, {report_path} and {len(figures)} figures in {results_path.parent / 'figures'}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+    out = Path(args.out)
+    results_path = out / "results.json"
+    report_path = Path(args.report) if args.report else out / "report.md"
+    results = load_results(results_path, args.fresh)
+    if not args.report_only:
+        _quiet_transformers()
+        if args.threads:
+            import torch
+
+            torch.set_num_threads(args.threads)
+        suite = load_suite(find_suite(args.suite))
+        try:
+            plans = make_plans(args, suite)
+            expand(plans, suite)  # validate the grid before loading anything
+        except ValueError as error:
+            raise SystemExit(f"error: {error}") from error
+        meta = results["meta"]
+        meta["commands"].append("python -m specdec bench " + shlex.join(sys.argv[2:] if argv is None else argv))
+        meta.update(started=meta.get("started") or _now(), machine=machine(), results_path=str(results_path),
+                    suite=str(find_suite(args.suite)), assistant_confidence_threshold=_confidence_default(),
+                    quiet_cores=args.quiet_cores, retries=args.retries)
+        start = time.perf_counter()
+        run(plans, suite, results, results_path, args, log)
+        meta["finished"] = _now()
+        meta["seconds"] = meta.get("seconds", 0) + time.perf_counter() - start
+        save_results(results_path, results)
+    elif not results["cells"]:
+        raise SystemExit(f"no results at {results_path}")
+    else:
+        results["meta"]["results_path"] = str(results_path)  # the report links to where the file is now
+    write_outputs(results, results_path, report_path, args, log)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _confidence_default():
+    from transformers import GenerationConfig
+
+    return GenerationConfig._get_default_generation_params().get("assistant_confidence_threshold")
+
+
+def _quiet_transformers() -> None:
+    """generate() warns about flags it ignores in greedy mode; the bench passes them on purpose."""
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()

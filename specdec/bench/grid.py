@@ -1,0 +1,172 @@
+"""What the benchmark runs: model setups, prompt suites, plans, and the grid of cells they expand to.
+
+A cell is one speculative configuration measured on one prompt: (setup, prompt, temperature,
+max_new_tokens, drafter, k, schedule). Cells that share (setup, prompt, temperature, max_new_tokens)
+form a group: each repeat of a group times the baselines (model.generate, our standard decoding)
+once and then every cell's lanes, one after the other, so background load hits them all alike.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..engine.drafters import DRAFTERS, make_drafter
+
+SCHEDULES = ("constant", "adaptive")  # adaptive = the engine's (and transformers') heuristic k schedule
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A target and, for drafters that need one, a draft model (any form load_model takes)."""
+
+    name: str
+    target: str
+    draft: str | None = None
+    draft_quantize: str | None = None  # "int8": a cheaper copy of the draft (CPU)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A slice of the grid on one setup. None for prompts or drafters means all of them."""
+
+    setup: Setup
+    prompts: tuple[str, ...] | None = None  # prompt ids
+    per_category: int | None = None  # else the first n prompts of each category
+    drafters: tuple[str, ...] | None = None
+    ks: tuple[int, ...] = (4,)
+    schedules: tuple[str, ...] = ("constant",)
+    temperatures: tuple[float, ...] = (0.0,)
+    max_new_tokens: int = 128
+    repeats: int = 3
+
+    def __post_init__(self) -> None:
+        unknown = set(self.schedules) - set(SCHEDULES)
+        if unknown:
+            raise ValueError(f"unknown schedule(s) {sorted(unknown)}; choose from {list(SCHEDULES)}")
+        if self.repeats < 1 or self.max_new_tokens < 1:
+            raise ValueError("repeats and max_new_tokens must be >= 1")
+
+
+@dataclass(frozen=True)
+class Prompt:
+    id: str
+    category: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Cell:
+    setup: str
+    prompt: str
+    category: str
+    temperature: float
+    max_new_tokens: int
+    drafter: str
+    k: int
+    schedule: str
+
+    @property
+    def key(self) -> str:
+        return (f"{self.setup}|{self.prompt}|T={self.temperature:g}|n={self.max_new_tokens}|"
+                f"{self.drafter}|k={self.k}|{self.schedule}")
+
+
+@dataclass(frozen=True)
+class Group:
+    setup: Setup
+    prompt: Prompt
+    temperature: float
+    max_new_tokens: int
+    repeats: int
+    cells: tuple[Cell, ...]
+
+
+def load_suite(path: str | Path) -> list[Prompt]:
+    """A JSONL file of {"id", "category", "prompt"} objects; ids must be unique."""
+    prompts, seen = [], set()
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        missing = {"id", "category", "prompt"} - set(row)
+        if missing:
+            raise ValueError(f"{path}:{number}: missing field(s) {sorted(missing)}")
+        if row["id"] in seen:
+            raise ValueError(f"{path}:{number}: duplicate prompt id {row['id']!r}")
+        seen.add(row["id"])
+        prompts.append(Prompt(str(row["id"]), str(row["category"]), str(row["prompt"])))
+    if not prompts:
+        raise ValueError(f"{path}: no prompts")
+    return prompts
+
+
+def needs_draft_model(drafter: str) -> bool:
+    """Whether a registered drafter needs a draft model: asked of the registry itself (a drafter
+    that needs one refuses to be built without it), so new drafters need no change here."""
+    try:
+        make_drafter(drafter, None, 1)
+    except ValueError:
+        return True
+    return False
+
+
+def select_prompts(plan: Plan, suite: list[Prompt]) -> list[Prompt]:
+    by_id = {p.id: p for p in suite}
+    if plan.prompts is not None:
+        unknown = [i for i in plan.prompts if i not in by_id]
+        if unknown:
+            raise ValueError(f"prompt id(s) not in the suite: {unknown}")
+        chosen = [by_id[i] for i in plan.prompts]
+    else:
+        chosen = list(suite)
+    if plan.per_category is not None:
+        counts: dict[str, int] = {}
+        kept = []
+        for p in chosen:
+            counts[p.category] = counts.get(p.category, 0) + 1
+            if counts[p.category] <= plan.per_category:
+                kept.append(p)
+        chosen = kept
+    return chosen
+
+
+def runnable_drafters(plan: Plan) -> tuple[list[str], list[str]]:
+    """(drafters to run, drafters skipped because the setup has no draft model)."""
+    names = list(plan.drafters) if plan.drafters is not None else list(DRAFTERS)
+    unknown = [d for d in names if d not in DRAFTERS]
+    if unknown:
+        raise ValueError(f"unknown drafter(s) {unknown}; registered: {sorted(DRAFTERS)}")
+    if plan.setup.draft is not None:
+        return names, []
+    skipped = [d for d in names if needs_draft_model(d)]
+    return [d for d in names if d not in skipped], skipped
+
+
+def expand(plans: list[Plan], suite: list[Prompt]) -> list[Group]:
+    """Every plan's cells, grouped; plans that meet in a group merge (the most repeats win)."""
+    groups: dict[tuple, dict] = {}
+    for plan in plans:
+        drafters, _ = runnable_drafters(plan)
+        for prompt in select_prompts(plan, suite):
+            for temperature in plan.temperatures:
+                key = (plan.setup.name, prompt.id, float(temperature), plan.max_new_tokens)
+                group = groups.setdefault(key, {"setup": plan.setup, "prompt": prompt, "repeats": 0, "cells": {}})
+                if group["setup"] != plan.setup:
+                    raise ValueError(f"two different setups are both named {plan.setup.name!r}")
+                group["repeats"] = max(group["repeats"], plan.repeats)
+                for drafter in drafters:
+                    for k in plan.ks:
+                        for schedule in plan.schedules:
+                            cell = Cell(plan.setup.name, prompt.id, prompt.category, float(temperature),
+                                        plan.max_new_tokens, drafter, k, schedule)
+                            group["cells"].setdefault(cell.key, cell)
+    return [Group(g["setup"], g["prompt"], key[2], key[3], g["repeats"], tuple(g["cells"].values()))
+            for key, g in groups.items()]
+
+
+def setups_of(plans: list[Plan]) -> list[Setup]:
+    seen: dict[str, Setup] = {}
+    for plan in plans:
+        seen.setdefault(plan.setup.name, plan.setup)
+    return list(seen.values())

@@ -1,0 +1,35 @@
+"""The benchmark's named grids: --quick, and the full CPU run committed as docs/BENCHMARKS.md."""
+from __future__ import annotations
+
+from .grid import SCHEDULES, Plan, Setup
+
+SMOLLM = Setup("smollm2-135m", "embedded", draft="embedded", draft_quantize="int8")  # int8 copy drafts for itself
+QWEN = Setup("qwen-coder-1.5b+0.5b", "qwen-coder-1.5b", draft="qwen-coder-0.5b")
+
+
+def quick_plans() -> list[Plan]:
+    """One prompt per category, k=4, greedy, one repeat, every drafter: a smoke test of the whole
+    pipeline with real numbers, in a few minutes on a laptop CPU."""
+    return [Plan(SMOLLM, per_category=1, ks=(4,), max_new_tokens=64, repeats=1)]
+
+
+def full_plans(suite) -> list[Plan]:
+    """The committed CPU run, sized for about an hour on 2 cores. The Qwen pair decodes at ~2 tok/s on
+    CPU, so it gets the first prompt of code, code editing, explanation and summarisation; SmolLM2
+    gets the first prompt of every category."""
+    first: dict[str, str] = {}
+    for p in suite:
+        first.setdefault(p.category, p.id)
+    pick = lambda *cats: tuple(first[c] for c in cats if c in first) or None  # noqa: E731
+    qwen = dict(max_new_tokens=64, repeats=2)
+    smol = dict(max_new_tokens=96, repeats=2)
+    return [
+        Plan(QWEN, prompts=pick("code", "code-edit", "explain", "summarize"), drafters=("draft-model",),
+             schedules=SCHEDULES, **qwen),
+        Plan(QWEN, prompts=pick("code"), drafters=("draft-model",), ks=(2, 6), **qwen),
+        # Prompt lookup pays where the answer copies the prompt: editing and summarising.
+        Plan(QWEN, prompts=pick("code-edit", "summarize"), drafters=("prompt-lookup",), **qwen),
+        Plan(SMOLLM, per_category=1, ks=(2, 4, 6), **smol),
+        Plan(SMOLLM, per_category=1, schedules=("adaptive",), **smol),
+        Plan(SMOLLM, prompts=pick("code", "explain", "creative"), temperatures=(0.8,), **smol),
+    ]

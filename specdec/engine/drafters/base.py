@@ -1,0 +1,51 @@
+"""Drafters propose the next k tokens; the target then verifies them in one pass.
+
+A drafter returns the distributions it actually sampled from (q). A deterministic drafter returns
+q = None, which the engine reads as one-hot on its tokens: that is what makes the residual
+max(p - q, 0) right for prompt lookup and for a greedy draft model."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+from ..config import Sampling
+from ..kvcache import input_rows
+
+
+@dataclass(frozen=True)
+class Draft:
+    tokens: list[int]
+    q: torch.Tensor | None  # [len(tokens), V_target]; None for a deterministic drafter (one-hot)
+    # A greedy model draft's logits [len(tokens), V_target]: not part of the rule (its q is one-hot),
+    # kept so the analytic acceptance can be measured after the timed window.
+    logits: torch.Tensor | None = None
+
+
+class Drafter(Protocol):
+    name: str
+
+    def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator) -> Draft: ...
+
+    def reset(self) -> None: ...
+
+
+def fit_vocab(logits: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """Bring draft logits to the target's vocabulary size. Same-tokenizer pairs often pad their
+    embedding matrices differently; ids the target lacks get -inf so the draft never samples them
+    (and q stays the distribution it really sampled from)."""
+    size = logits.shape[-1]
+    if size >= vocab_size:
+        return logits[..., :vocab_size]
+    pad = logits.new_full((*logits.shape[:-1], vocab_size - size), float("-inf"))
+    return torch.cat([logits, pad], dim=-1)
+
+
+def check_draft_reads(model: torch.nn.Module, target_vocab_size: int) -> None:
+    """The draft reads every committed id, so every id the target can emit must be a row of its
+    embedding (Qwen2.5-7B's head has 152,064 rows, the 0.5B draft's embedding 151,936)."""
+    if input_rows(model) < target_vocab_size:
+        raise ValueError(f"the draft's embedding has {input_rows(model)} rows but the target can produce ids "
+                         f"up to {target_vocab_size - 1}; limit the target's vocabulary to the real tokens "
+                         f"(Pair does this from the tokenizer) or use a draft that covers them")

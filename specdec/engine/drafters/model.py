@@ -1,0 +1,48 @@
+"""Drafting with a smaller causal LM that shares the target's tokenizer."""
+from __future__ import annotations
+
+import torch
+
+from ..config import Sampling
+from ..kvcache import CachedModel
+from ..sampling import probs_from_logits, sample_from, uniforms
+from .base import Draft, check_draft_reads, fit_vocab
+
+
+class ModelDrafter:
+    """A small causal LM with its own KV cache, drafting autoregressively."""
+
+    name = "draft-model"
+
+    def __init__(self, model: torch.nn.Module, target_vocab_size: int, confidence: float = 0.0):
+        check_draft_reads(model, target_vocab_size)
+        self.draft = CachedModel(model)
+        self.target_vocab_size = target_vocab_size
+        self.confidence = confidence
+
+    def reset(self) -> None:
+        self.draft.reset()
+
+    def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator) -> Draft:
+        tokens: list[int] = []
+        rows = []  # greedy: logits; sampled: the q each token was drawn from
+        for _ in range(k):
+            logits = fit_vocab(self.draft.logits(ids + tokens, 1)[0], self.target_vocab_size)
+            if sampling.greedy:
+                tokens.append(int(logits.argmax()))
+                rows.append(logits)
+            else:
+                rows.append(probs_from_logits(logits, sampling))
+                tokens.append(sample_from(rows[-1], uniforms(1, generator)[0]))
+            if self.confidence and self._unsure(rows[-1], tokens[-1], sampling.greedy):
+                break
+        if not rows:
+            return Draft([], None)
+        stacked = torch.stack(rows)
+        return Draft(tokens, None, stacked) if sampling.greedy else Draft(tokens, stacked)
+
+    def _unsure(self, row: torch.Tensor, token: int, greedy: bool) -> bool:
+        """An unsure draft token is likely rejected, and every token after it is then wasted work.
+        A greedy draft is judged by its softmax at T = 1, as transformers' confidence stop does."""
+        probability = torch.softmax(row.float(), -1)[token] if greedy else row[token]
+        return float(probability) < self.confidence

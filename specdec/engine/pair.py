@@ -1,0 +1,98 @@
+"""A request, and a target with its optional draft model ready to run it in two lanes: the piece the
+CLI, the app and the benchmarks share."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Iterator
+
+from .config import Sampling, Speculation
+from .decoding import speculative_decode, standard_decode
+from .drafters import check_draft_reads, make_drafter
+from .events import RoundEvent, TokenEvent
+from .kvcache import CachedModel, common_prefix, new_cache, output_width
+from .loaded import Loaded, check_tokenizers
+from .text import encode_prompt
+from .verdicts import numerical_tie
+
+
+@dataclass(frozen=True)
+class Request:
+    prompt: str
+    max_new_tokens: int = 128
+    sampling: Sampling = field(default_factory=Sampling)
+    spec: Speculation = field(default_factory=Speculation)
+    drafter: str = "draft-model"
+    raw: bool = False
+
+
+class Pair:
+    """A target, an optional draft model, and one KV cache per lane so the lanes never share state.
+
+    Both lanes produce only ids below `vocab_size`: the tokenizer's real tokens. Models pad their
+    embedding matrices past the tokenizer (Qwen2.5-7B to 152,064 rows for 151,665 tokens), a padded
+    id is no token, and a draft with fewer padded rows could not even read one. The same cut in both
+    lanes keeps them comparing the same distribution.
+    """
+
+    def __init__(self, target: Loaded, draft: Loaded | None = None):
+        self.vocab_size = min(len(target.tokenizer), output_width(target.model))
+        if draft is not None:  # refuse a draft that cannot work before any run, not mid-stream
+            check_tokenizers(target.tokenizer, draft.tokenizer)
+            check_draft_reads(draft.model, self.vocab_size)
+            new_cache(draft.model)
+        self.target, self.draft = target, draft
+        self.tokenizer = target.tokenizer
+        self.eos_ids = target.eos_ids
+        self._standard_lane = CachedModel(target.model, self.vocab_size)
+        self._speculative_lane = CachedModel(target.model, self.vocab_size)
+
+    def prompt_ids(self, request: Request) -> list[int]:
+        ids = encode_prompt(self.tokenizer, request.prompt, raw=request.raw)
+        if not ids:
+            raise ValueError("the prompt is empty")
+        self.check_context(len(ids), request)
+        return ids
+
+    def check_context(self, prompt_tokens: int, request: Request) -> None:
+        """The verify pass may run k positions past the last kept token, so that is budgeted too."""
+        models = [self.target] + ([self.draft] if self.draft else [])
+        context = min(getattr(m.model.config, "max_position_embeddings", None) or 10**9 for m in models)
+        needed = prompt_tokens + request.max_new_tokens + request.spec.k_max
+        if needed > context:
+            raise ValueError(f"prompt ({prompt_tokens} tokens) + max_new_tokens ({request.max_new_tokens}) + "
+                             f"k_max ({request.spec.k_max}) exceeds the model's context of {context} tokens")
+
+    def standard(self, request: Request, prompt_ids: list[int] | None = None) -> Iterator[TokenEvent]:
+        ids = prompt_ids if prompt_ids is not None else self.prompt_ids(request)
+        return standard_decode(self._standard_lane, ids, request.sampling, request.max_new_tokens, self.eos_ids)
+
+    def speculative(self, request: Request, prompt_ids: list[int] | None = None) -> Iterator[RoundEvent]:
+        ids = prompt_ids if prompt_ids is not None else self.prompt_ids(request)
+        drafter = make_drafter(request.drafter, self.draft.model if self.draft else None,
+                               self._speculative_lane.vocab_size, request.spec.confidence)
+        return speculative_decode(self._speculative_lane, drafter, ids, request.spec, request.sampling,
+                                  request.max_new_tokens, self.eos_ids)
+
+    def divergence(self, prompt_ids: list[int], standard_ids: list[int], speculative_ids: list[int]) -> dict | None:
+        """Where two greedy lanes first differ, and whether the target itself could not tell the two
+        tokens apart there: None when they agree. See numerical_tie."""
+        i = common_prefix(standard_ids, speculative_ids)
+        if i == len(standard_ids) == len(speculative_ids):
+            return None
+        at = lambda ids: ids[i] if i < len(ids) else None  # noqa: E731
+        logits = self._standard_lane.logits(prompt_ids + standard_ids[:i], 1)[0]
+        return {"index": i, "standard_token": at(standard_ids), "speculative_token": at(speculative_ids),
+                **numerical_tie(logits, {at(standard_ids), at(speculative_ids)})}
+
+    def free(self) -> None:
+        """Drop both lanes' KV caches (the draft's lives in its drafter and goes with it)."""
+        self._standard_lane.reset()
+        self._speculative_lane.reset()
+
+    def warm_up(self, request: Request, tokens: int = 4) -> None:
+        """Run both lanes briefly so one-time costs (allocator, kernels, lazy init) are not timed."""
+        short = replace(request, max_new_tokens=min(tokens, request.max_new_tokens))
+        for _ in self.standard(short):
+            pass
+        for _ in self.speculative(short):
+            pass

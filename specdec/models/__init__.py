@@ -1,0 +1,1 @@
+"""Getting models: by Hub id, local folder, GGUF file or offline PyPI name, optionally quantized."""

@@ -1,0 +1,121 @@
+"""Loading target and draft models from a Hub id, a local folder, a GGUF file or an offline name."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from ..engine.loaded import Loaded
+
+Log = Callable[[str], None]
+
+
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+          "float16": torch.float16, "fp16": torch.float16}
+
+
+def pick_device(name: str | None = None) -> torch.device:
+    """CUDA, then MPS, then CPU, unless a device is named."""
+    if name:
+        return torch.device(name)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def pick_dtype(device: torch.device, name: str | None = None) -> torch.dtype:
+    """bf16 on a GPU, fp32 on CPU (a 2-core AVX2 CPU gains little from bf16), unless named."""
+    if name:
+        if name not in DTYPES:
+            raise ValueError(f"unknown dtype {name!r}; choose one of {sorted(DTYPES)}")
+        return DTYPES[name]
+    return torch.float32 if device.type == "cpu" else torch.bfloat16
+
+
+def resolve(spec: str, log: Log = print) -> str:
+    """What from_pretrained should read: an offline name or GGUF file becomes a cached safetensors
+    folder (converted once), a folder stays a folder, anything else is taken as a Hub id."""
+    from . import offline  # lazy: fetching code is only needed for offline names and GGUF files
+
+    folder = offline.resolve_offline(spec, log=log)
+    if folder is not None:
+        return str(folder)
+    path = Path(os.path.expanduser(spec))
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise FileNotFoundError(f"GGUF file not found: {path}")
+        return str(offline.gguf_to_folder(path, log=log))
+    if path.is_dir():
+        return str(path)
+    if spec.startswith((".", "/", "~")) or spec.count("/") > 1:
+        raise FileNotFoundError(f"model folder not found: {spec}")
+    return spec
+
+
+def load_model(
+    spec: str,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | str | None = None,
+    trust_remote_code: bool = False,
+    log: Log = print,
+    quantize: str | None = None,
+) -> Loaded:
+    device = pick_device(device) if not isinstance(device, torch.device) else device
+    dtype = dtype if isinstance(dtype, torch.dtype) else pick_dtype(device, dtype)
+    check_quantize(quantize, device)
+    source = resolve(spec, log=log)
+    start = time.perf_counter()
+    log(f"loading {spec} ({dtype}, {device})")
+    kwargs: dict = {"dtype": dtype, "trust_remote_code": trust_remote_code}
+    if device.type == "cuda":
+        # More than one GPU: let accelerate split the layers across them.
+        kwargs["device_map"] = "auto" if torch.cuda.device_count() > 1 else {"": device}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
+    except ValueError as error:
+        if "trust_remote_code" in str(error):
+            raise ValueError(f"{spec} needs trust_remote_code=True to load; it runs code from the model repo, "
+                             "so specdec only does that when asked") from error
+        raise
+    if device.type != "cuda":
+        model = model.to(device)
+    model.eval()
+    log(f"loaded {spec}: {sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters "
+        f"in {time.perf_counter() - start:.1f}s")
+    if quantize == "int8":
+        model = quantize_int8(model)
+        log(f"quantized {spec} to int8 (dynamic, CPU)")
+    return Loaded(spec, model, tokenizer, device, dtype)
+
+
+QUANTIZE = ("int8",)
+
+
+def check_quantize(quantize: str | None, device: torch.device) -> None:
+    if quantize is None:
+        return
+    if quantize not in QUANTIZE:
+        raise ValueError(f"unknown quantization {quantize!r}; choose one of {list(QUANTIZE)}")
+    if device.type != "cpu":
+        raise ValueError("int8 dynamic quantization runs on CPU only; on a GPU use the bf16 default")
+
+
+def quantize_int8(model: torch.nn.Module) -> torch.nn.Module:
+    """int8 weights for every Linear, activations quantized on the fly (PyTorch dynamic quantization).
+
+    Meant for drafts on CPU, where decoding is bound by reading weights: int8 reads a quarter of the
+    bytes of fp32. A draft's precision can change how often its tokens are accepted, never the
+    output, which the target verifies.
+    """
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.ao.quantization announces its move to torchao
+        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)

@@ -1,0 +1,186 @@
+"""The app's input limits and the checks that run before any model work.
+
+Every check raises InvalidInput with a message that names the input and the limit, so a user (or
+an API client) can fix the request. Values arrive raw from the UI or the API (JSON numbers, strings,
+None), so nothing here trusts a type.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..engine.drafters import DRAFTERS
+
+OFFLINE_NAMES = ("embedded", "qwen-coder-1.5b", "qwen-coder-0.5b")
+# A Hub repo id: an optional namespace, then a name; letters, digits, '-', '_', '.'; no '..'.
+HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]{0,95}/)?[A-Za-z0-9][\w.-]{0,95}$")
+
+
+class InvalidInput(ValueError):
+    """A request the app refuses before touching a model."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_prompt_chars: int
+    max_prompt_tokens: int
+    max_new_tokens: int
+    k_max: int
+    temperature_max: float
+    seed_max: int
+    allowlist: tuple[str, ...] | None  # None: any model id, folder or file
+    allow_local_paths: bool
+    allow_remote_code: bool
+
+    def as_dict(self) -> dict:
+        return {key: list(v) if isinstance(v, tuple) else v for key, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A request that passed every check that needs no tokenizer."""
+
+    prompt: str
+    target: str
+    draft: str | None
+    drafter: str
+    k: int
+    adaptive: bool
+    temperature: float
+    top_p: float
+    max_new_tokens: int
+    seed: int
+
+
+def _brief(value) -> str:
+    """A raw value as a message shows it: short, and never failing (a 10**400 int has no float and
+    a 10**5000 one has no str)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**15:
+        exponent = int(abs(value).bit_length() * math.log10(2))
+        return f"an integer near {'-' if value < 0 else ''}1e{exponent}"
+    if isinstance(value, float):
+        return f"{value:g}"
+    text = repr(value)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def _number(name: str, value, low: float, high: float, integer: bool, low_open: bool = False) -> float | int:
+    """value as a finite number in [low, high] ((low, high] when low_open), an int if asked."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise InvalidInput(f"{name} must be a number, got {_brief(value)}") from None
+    # An int is always finite; math.isfinite would convert it to a float and overflow past 1e308.
+    finite = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+    if isinstance(value, bool) or not finite:
+        raise InvalidInput(f"{name} must be a finite number, got {_brief(value)}")
+    if integer and value != int(value):
+        raise InvalidInput(f"{name} must be a whole number, got {_brief(value)}")
+    interval = f"{'(' if low_open else '['}{low:g}, {high:g}]"
+    if value < low or (low_open and value == low) or value > high:
+        raise InvalidInput(f"{name} must be in {interval}, got {_brief(value)}")
+    return int(value) if integer else float(value)
+
+
+def _text(name: str, value) -> None:
+    """Text fields must be text: any other JSON type would fail further on, far from its cause."""
+    if value is not None and not isinstance(value, str):
+        raise InvalidInput(f"{name} must be text, got {type(value).__name__} {_brief(value)}")
+
+
+def check_prompt(prompt, limits: Limits) -> str:
+    _text("prompt", prompt)
+    if prompt is None or not prompt.strip():
+        raise InvalidInput("prompt is empty: type something for the models to continue")
+    if len(prompt) > limits.max_prompt_chars:
+        raise InvalidInput(f"prompt is too long: {len(prompt)} characters, the limit is {limits.max_prompt_chars}")
+    return prompt
+
+
+def check_prompt_tokens(n_tokens: int, limits: Limits) -> None:
+    """The token limit needs the tokenizer, so it runs after loading and before any forward pass."""
+    if n_tokens > limits.max_prompt_tokens:
+        raise InvalidInput(f"prompt is too long: {n_tokens} tokens (with the chat template), "
+                           f"the limit is max_prompt_tokens = {limits.max_prompt_tokens}")
+
+
+def check_model(role: str, spec, limits: Limits) -> str:
+    """An offline name, an allowed local folder or .gguf file, or a well-formed Hub id."""
+    _text(f"{role} model", spec)
+    if spec is None or not spec.strip():
+        raise InvalidInput(f"{role} model is empty: pick a preset or type a model id")
+    spec = spec.strip()
+    if limits.allowlist is not None:
+        if spec not in limits.allowlist:
+            raise InvalidInput(f"unknown {role} model {_brief(spec)}: this public app only serves "
+                               f"{', '.join(limits.allowlist)}")
+        return spec
+    if spec in OFFLINE_NAMES:
+        return spec
+    if spec.startswith((".", "/", "~")) or Path(spec).suffix == ".gguf" or spec.count("/") > 1:
+        if not limits.allow_local_paths:
+            raise InvalidInput(f"{role} model {_brief(spec)}: local paths are not allowed here")
+        path = _local_model(spec)
+        if path is None:
+            raise InvalidInput(f"unknown {role} model {_brief(spec)}: no such model folder or .gguf file")
+        check_remote_code(role, path, limits)
+        return str(path)
+    if not HUB_ID.match(spec) or ".." in spec:
+        raise InvalidInput(f"unknown {role} model {_brief(spec)}: not an offline name "
+                           f"({', '.join(OFFLINE_NAMES)}), a local folder, a .gguf file or a Hub id like 'org/name'")
+    return spec
+
+
+def _local_model(spec: str) -> Path | None:
+    """The folder or .gguf file spec names, or None. Probing can fail (a null byte, a name too long,
+    no permission); such a path names no model either."""
+    try:
+        path = Path(os.path.expanduser(spec))
+        return path if path.is_dir() or (path.is_file() and path.suffix == ".gguf") else None
+    except (OSError, ValueError):
+        return None
+
+
+def check_remote_code(role: str, folder: Path, limits: Limits) -> None:
+    """A config with auto_map points at Python files in the model repo; loading it runs them."""
+    if limits.allow_remote_code:
+        return
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return  # no config (a .gguf file), or a broken one, which loading reports on its own
+    if isinstance(config, dict) and config.get("auto_map"):
+        raise InvalidInput(f"{role} model {str(folder)!r} needs trust_remote_code (its config maps to code "
+                           "in the model repo); this app never runs model-repo code. Use a model "
+                           "transformers supports natively, or the CLI with --trust-remote-code.")
+
+
+def check_request(limits: Limits, prompt, target, draft, drafter, k, adaptive, temperature, top_p,
+                  max_new_tokens, seed) -> Checked:
+    """All checks that need no model, in the order of the API's arguments."""
+    prompt = check_prompt(prompt, limits)
+    if not isinstance(drafter, str) or drafter not in DRAFTERS:  # a list or dict is not even hashable
+        raise InvalidInput(f"unknown drafter {_brief(drafter)}; choose one of {', '.join(DRAFTERS)}")
+    target = check_model("target", target, limits)
+    _text("draft model", draft)  # even where the drafter ignores it
+    needs_draft = drafter == "draft-model"
+    if needs_draft and not (draft and draft.strip()):
+        raise InvalidInput("the draft-model drafter needs a draft model; pick one, or use prompt-lookup, "
+                           "which needs none")
+    draft = check_model("draft", draft, limits) if needs_draft else None
+    if not isinstance(adaptive, bool):
+        raise InvalidInput(f"adaptive_k must be true or false, got {_brief(adaptive)}")
+    return Checked(
+        prompt=prompt, target=target, draft=draft, drafter=drafter,
+        k=_number("k", k, 1, limits.k_max, integer=True),
+        adaptive=adaptive,
+        temperature=_number("temperature", temperature, 0.0, limits.temperature_max, integer=False),
+        top_p=_number("top_p", top_p, 0.0, 1.0, integer=False, low_open=True),
+        max_new_tokens=_number("max_new_tokens", max_new_tokens, 1, limits.max_new_tokens, integer=True),
+        seed=_number("seed", seed, 0, limits.seed_max, integer=True),
+    )

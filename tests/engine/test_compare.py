@@ -1,0 +1,90 @@
+"""summarize() turns two lanes' events into the CLI's stats; checked on hand-made events."""
+import json
+
+import pytest
+
+from specdec.engine.compare import summarize
+from specdec.engine.events import ACCEPTED, BONUS, CORRECTED, RoundEvent, TokenEvent
+
+
+def token_events(tokens, seconds):
+    return [TokenEvent(i, t, s, i == len(tokens) - 1) for i, (t, s) in enumerate(zip(tokens, seconds))]
+
+
+def round_event(i, drafted, accepted, tokens, draft_s, verify_s):
+    fates = (ACCEPTED,) * accepted + ((BONUS,) if accepted == len(drafted) else (CORRECTED,))
+    return RoundEvent(i, len(drafted), tuple(drafted), accepted, tuple(tokens), fates[: len(tokens)],
+                      draft_s, verify_s, (0.5,) * len(drafted), False)
+
+
+def test_summary_by_hand():
+    std = token_events([5, 6, 7, 8, 9, 10], [0.5, 0.1, 0.1, 0.1, 0.1, 0.1])  # 1.0 s, step 0.1 s
+    rounds = [
+        round_event(0, [5, 6], 2, [5, 6, 7], 0.3, 0.4),  # prefill round: left out of c and verify cost
+        round_event(1, [8, 1], 1, [8, 9], 0.02, 0.2),
+        round_event(2, [10], 1, [10], 0.01, 0.2),  # budget cut the bonus token
+    ]
+    s = summarize(std, rounds, k=2)
+    assert s["identical"] is True
+    assert s["alpha"] == pytest.approx(4 / 5)  # kept 2 + 1 + 1, one rejection
+    assert s["alpha_naive"] == pytest.approx(4 / 5)
+    assert s["alpha_analytic"] == pytest.approx(0.5)
+    # Each round counts with its own draft length: tau(0.8, 2) twice, tau(0.8, 1) for the clipped one.
+    tau2, tau1 = 1 + 0.8 + 0.64, 1 + 0.8
+    assert s["tau"] == pytest.approx((2 * tau2 + tau1) / 3)
+    assert s["rounds_without_draft"] == 0
+    assert s["tokens_per_round"] == pytest.approx(6 / 3)
+    assert s["c"] == pytest.approx((0.03 / 3) / 0.1)
+    assert s["verify_cost"] == pytest.approx(2.0)
+    assert s["speedup"] == pytest.approx((6 / 1.13) / (6 / 1.0))
+    assert s["predicted_speedup"] == pytest.approx((2 * tau2 + tau1) / (2 * (2 * 0.1 + 1) + (0.1 + 1)))
+    assert s["predicted_speedup_with_verify_cost"] == pytest.approx(
+        (2 * tau2 + tau1) / (2 * (2 * 0.1 + 2.0) + (0.1 + 2.0)))
+    assert s["position_acceptance"] == pytest.approx([1.0, 0.5])
+    json.dumps(s, allow_nan=False)  # plain JSON
+
+
+def test_summary_when_nothing_was_drafted():
+    std = token_events([5, 6], [0.2, 0.1])
+    rounds = [round_event(0, [], 0, [5], 0.0, 0.2), round_event(1, [], 0, [7], 0.0, 0.1)]
+    s = summarize(std, rounds, k=4)
+    assert s["alpha"] is None and s["tau"] is None and s["predicted_speedup"] is None and s["c"] is None
+    assert s["identical"] is False and s["rounds_without_draft"] == 2 and s["verify_cost"] is None
+
+
+def test_identical_is_reported_for_greedy_runs_only():
+    std = token_events([5, 6], [0.2, 0.1])
+    rounds = [round_event(0, [5], 1, [5, 6], 0.1, 0.2)]
+    assert summarize(std, rounds, k=1)["identical"] is True
+    assert "identical" not in summarize(std, rounds, k=1, greedy=False)
+
+
+def test_adaptive_rounds_get_a_prediction_from_their_own_lengths():
+    std = token_events(list(range(5, 17)), [0.1] * 12)
+    rounds = [round_event(0, [5], 1, [5, 6], 0.1, 0.2), round_event(1, [7, 8, 9], 3, [7, 8, 9, 10], 0.1, 0.2),
+              round_event(2, list(range(11, 16)), 5, list(range(11, 17)), 0.1, 0.2)]
+    s = summarize(std, rounds, k=1)
+    assert s["alpha"] == 1.0 and s["tau"] == pytest.approx(s["tokens_per_round"]) == pytest.approx(12 / 3)
+    json.dumps(s, allow_nan=False)
+
+
+def test_context_overflow_is_refused_before_any_model_work():
+    import torch
+    from transformers import PreTrainedTokenizerFast
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from conftest import tiny_model
+    from specdec import Pair, Request
+    from specdec.engine.loaded import Loaded
+
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(["<s>", "</s>", "<unk>", "a", "b"])},
+                                         unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="</s>", unk_token="<unk>")
+    model = tiny_model("llama")  # max_position_embeddings = 512
+    pair = Pair(Loaded("tiny", model, tok, torch.device("cpu"), torch.float32))
+    assert len(pair.prompt_ids(Request("a b a b", max_new_tokens=100, raw=True))) == 4
+    with pytest.raises(ValueError, match="exceeds the model's context of 512 tokens"):
+        pair.prompt_ids(Request("a b " * 200, max_new_tokens=200, raw=True))
+    with pytest.raises(ValueError, match="empty"):
+        pair.prompt_ids(Request("", raw=True))

@@ -1,0 +1,69 @@
+"""Seeded end-to-end check: speculative sampling draws from the target's distribution.
+
+Thousands of seeded runs on a tiny-vocabulary model; the first two tokens are compared with the
+target's exact joint distribution by a chi-square test. Seeds are fixed, so the test is
+deterministic; the same statistic against the draft's distribution shows the test has power.
+"""
+import math
+
+import pytest
+import torch
+
+from conftest import perturbed, tiny_model
+from specdec import CachedModel, ModelDrafter, PromptLookupDrafter, Sampling, Speculation, speculative_decode
+from specdec.engine.sampling import probs_from_logits
+
+VOCAB, RUNS = 8, 2000
+PROMPT = [3, 5, 7, 3, 5, 6, 4, 3, 5]  # ends in a repeated bigram, so prompt lookup drafts
+
+
+def joint(model, sampling):
+    """Exact P(y1, y2) under a model with the given sampling settings."""
+    lane = CachedModel(model)
+    first = probs_from_logits(lane.logits(PROMPT, 1)[0], sampling).double()
+    rows = [first[y] * probs_from_logits(lane.logits(PROMPT + [y], 1)[0], sampling).double() for y in range(VOCAB)]
+    return torch.stack(rows)
+
+
+def chi_square(counts, expected_probs, runs):
+    """Pearson statistic with cells of expected count < 5 pooled; returns (statistic, dof)."""
+    expected = expected_probs.flatten() * runs
+    counts = counts.flatten().double()
+    small = expected < 5
+    e = torch.cat([expected[~small], expected[small].sum().reshape(1)])
+    c = torch.cat([counts[~small], counts[small].sum().reshape(1)])
+    keep = e > 0
+    stat = ((c[keep] - e[keep]) ** 2 / e[keep]).sum().item()
+    return stat, int(keep.sum()) - 1
+
+
+def critical(dof, z=3.09):
+    """Upper 0.001 quantile of chi-square (Wilson-Hilferty)."""
+    return dof * (1 - 2 / (9 * dof) + z * math.sqrt(2 / (9 * dof))) ** 3
+
+
+@pytest.mark.parametrize("sampling,drafter_kind", [
+    (Sampling(temperature=1.0), "model"),
+    (Sampling(temperature=0.8, top_k=6, top_p=0.9), "model"),
+    (Sampling(temperature=1.0), "lookup"),
+])
+def test_speculative_sampling_matches_target(sampling, drafter_kind):
+    target = tiny_model("llama", seed=21, vocab=VOCAB, hidden=32)
+    draft = perturbed(target, 0.5, seed=4)
+    lane = CachedModel(target)
+    drafter = ModelDrafter(draft, VOCAB) if drafter_kind == "model" else PromptLookupDrafter()
+    counts = torch.zeros(VOCAB, VOCAB)
+    accepted = rejected = 0
+    for seed in range(RUNS):
+        s = Sampling(sampling.temperature, sampling.top_k, sampling.top_p, seed)
+        rounds = list(speculative_decode(lane, drafter, PROMPT, Speculation(k=2), s, 3))
+        tokens = [t for r in rounds for t in r.tokens]
+        counts[tokens[0], tokens[1]] += 1
+        accepted += sum(r.accepted for r in rounds)
+        rejected += sum(r.accepted < len(r.drafted) for r in rounds)
+    assert accepted > RUNS // 20 and rejected > RUNS // 20  # both branches of the rule ran often
+    stat, dof = chi_square(counts, joint(target, sampling), RUNS)
+    assert stat < critical(dof), (stat, dof)
+    if drafter_kind == "model":
+        wrong, wrong_dof = chi_square(counts, joint(draft, sampling), RUNS)
+        assert wrong > critical(wrong_dof), "the test cannot tell the draft's distribution from the target's"

@@ -1,0 +1,270 @@
+"""The launched app driven through gradio_client: streaming /compare, its JSON, /replay, /limits,
+clear errors for bad input, Stop, load failures and CUDA OOM, all on tiny local models."""
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+
+import pytest
+import torch
+
+from test_app_support import args, client, launched, make_folders
+from gradio_client.exceptions import AppError
+
+import app
+from specdec import Pair, Request, Sampling, Speculation, compare as engine_compare, load_model
+from specdec.playground.session import Race
+
+CLI_STATS_KEYS = {"alpha", "alpha_naive", "alpha_analytic", "tau", "tokens_per_round", "k", "rounds",
+                  "rounds_without_draft", "c", "verify_cost", "speedup", "predicted_speedup",
+                  "predicted_speedup_with_verify_cost", "position_acceptance"}
+GREEDY_KEYS = {"identical", "divergence"}  # greedy runs only: sampled lanes differ by design
+PROMPT = "abc abc abc abc abc"
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    return make_folders(tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="module")
+def server(folders):
+    with launched() as (url, store):
+        yield url, store
+
+
+@pytest.fixture()
+def api(server):
+    return client(server[0])
+
+
+def final_stats(job) -> dict:
+    return job.result()[7]
+
+
+def test_compare_streams_both_lanes_then_ends_with_plain_json(api, folders):
+    job = api.submit(*args(PROMPT, folders["target"], max_new_tokens=32), api_name="/compare")
+    updates = list(job)
+    result = job.result()
+    assert len(result) == 8  # standard, speculative, table, 4 charts, stats JSON
+    assert len(updates) >= 2  # streamed, not only returned
+    # Every streamed JSON after loading carries both lanes' text so far, each a prefix of the final text.
+    final = result[7]
+    for update in updates:
+        if "speculative" in update[7]:
+            for lane in ("standard", "speculative"):
+                assert final[lane]["text"].startswith(update[7][lane]["text"])
+    stats = result[7]
+    assert CLI_STATS_KEYS | GREEDY_KEYS <= stats.keys()
+    assert stats["finished"] is True and stats["greedy"] is True
+    assert stats["divergence"] is None
+    assert len(stats["drafted"]) == len(stats["accepted"]) == stats["rounds"] > 0
+    assert all(0 <= a <= d for d, a in zip(stats["drafted"], stats["accepted"]))
+    assert stats["identical"] is True
+    assert stats["standard"]["text"] == stats["speculative"]["text"] != ""
+    json.dumps(stats, allow_nan=False)  # plain JSON: no NaN or infinities
+    # Both lanes' HTML carry the text; the speculative one colours it by fate.
+    assert 'data-finished="true"' in result[0] and 'data-finished="true"' in result[1]
+    assert "tok-" in result[1] and "tok-" not in result[0]
+    table = dict((row[0], row[1]) for row in result[2]["data"])
+    assert table["outputs identical"] == "yes"
+    assert all(result[i]["type"] == "plotly" for i in range(3, 7))
+
+
+def test_compare_output_is_the_engine_output(api, folders):
+    """Interleaving the lanes and streaming them changes nothing in what they generate."""
+    result = api.predict(*args(PROMPT, folders["target"], folders["draft"], "draft-model", k=3, temperature=0.9,
+                               top_p=0.95, max_new_tokens=24, seed=11), api_name="/compare")
+    stats = result[7]
+    assert CLI_STATS_KEYS <= stats.keys() and stats["greedy"] is False
+    assert GREEDY_KEYS.isdisjoint(stats)  # sampled: no identity to claim
+    assert all(row[0] != "outputs identical" for row in result[2]["data"])
+    pair = Pair(load_model(folders["target"], "cpu", log=lambda m: None),
+                load_model(folders["draft"], "cpu", log=lambda m: None))
+    request = Request(PROMPT, 24, Sampling(0.9, 0, 0.95, 11), Speculation(3, k_max=8), "draft-model")
+    expected = engine_compare(pair, request, warm_up=False)
+    assert stats["standard"]["text"] == expected["standard"]["text"]
+    assert stats["speculative"]["text"] == expected["speculative"]["text"]
+    assert stats["accepted"] == [r["accepted"] for r in expected["speculative"]["rounds"]]
+
+
+def test_sampled_runs_are_seeded(api, folders):
+    def text(seed):
+        stats = api.predict(*args(PROMPT, folders["target"], temperature=1.0, seed=seed), api_name="/compare")[7]
+        return stats["speculative"]["text"]
+
+    assert text(5) == text(5)
+    assert text(5) != text(6)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"prompt": "   "}, "prompt is empty"),
+    ({"prompt": "x" * 401}, "the limit is 400"),
+    ({"prompt": "abc " * 60}, "max_prompt_tokens = 200"),
+    ({"max_new_tokens": 0}, "max_new_tokens must be in [1, 48]"),
+    ({"max_new_tokens": 49}, "max_new_tokens must be in [1, 48]"),
+    ({"k": 0}, "k must be in [1, 8]"),
+    ({"k": 9}, "k must be in [1, 8]"),
+    ({"k": 2.5}, "k must be a whole number"),
+    ({"temperature": -0.1}, "temperature must be in [0, 2]"),
+    ({"temperature": 2.5}, "temperature must be in [0, 2]"),
+    ({"temperature": "hot"}, "temperature must be a number"),
+    ({"top_p": 0}, "top_p must be in (0, 1]"),
+    ({"top_p": 1.5}, "top_p must be in (0, 1]"),
+    ({"top_p": -1}, "top_p must be in (0, 1]"),
+    ({"seed": -1}, "seed must be in [0, "),
+    ({"drafter": "oracle"}, "unknown drafter 'oracle'"),
+    ({"target": "no such model!"}, "unknown target model"),
+    ({"target": "./no/such/folder"}, "no such model folder or .gguf file"),
+    ({"target": "/etc/passwd"}, "no such model folder or .gguf file"),
+    ({"drafter": "draft-model", "draft": ""}, "needs a draft model"),
+])
+def test_bad_input_gets_a_clear_error_naming_the_limit(api, folders, changes, message):
+    values = dict(zip(["prompt", "target", "draft", "drafter", "k", "adaptive", "temperature", "top_p",
+                       "max_new_tokens", "seed"], args(PROMPT, folders["target"])))
+    values.update(changes)
+    with pytest.raises(AppError, match=None) as error:
+        api.predict(*values.values(), api_name="/compare")
+    assert message in str(error.value)
+
+
+def raw_compare(url: str, data: list) -> str:
+    """POST /compare as any HTTP client can (JSON with NaN, Infinity, 400-digit ints), and read its stream."""
+    url = url.rstrip("/") + "/gradio_api/call/compare"
+    post = urllib.request.Request(url, json.dumps({"data": data}).encode(), {"Content-Type": "application/json"})
+    event_id = json.loads(urllib.request.urlopen(post, timeout=30).read())["event_id"]
+    return urllib.request.urlopen(f"{url}/{event_id}", timeout=60).read().decode()
+
+
+def test_nan_sent_as_raw_json_is_refused(server, folders, api):
+    """gradio_client cannot even encode NaN; a raw HTTP client can, and gets a clear error."""
+    stream = raw_compare(server[0], args(PROMPT, folders["target"], temperature=float("nan")))
+    assert "event: error" in stream and "temperature must be a finite number" in stream
+    assert api.predict(*args(PROMPT, folders["target"], max_new_tokens=4), api_name="/compare")[7]["finished"]
+
+
+JUNK_PAYLOADS = [
+    ({"k": 10**400}, "k must be in [1, 8]"),
+    ({"max_new_tokens": -10**400}, "max_new_tokens must be in [1, 48]"),
+    ({"seed": float("inf")}, "seed must be a finite number"),
+    ({"drafter": ["prompt-lookup"]}, "unknown drafter"),
+    ({"target": {"name": "embedded"}}, "target model must be text"),
+    ({"drafter": "draft-model", "draft": [1, 2]}, "draft model must be text"),
+    ({"adaptive": None}, "adaptive_k must be true or false"),
+    ({"prompt": 42}, "prompt must be text"),
+]
+
+
+def test_junk_of_any_type_gets_a_clear_error_and_the_server_keeps_serving(server, folders, api):
+    for changes, message in JUNK_PAYLOADS:
+        values = dict(zip(["prompt", "target", "draft", "drafter", "k", "adaptive", "temperature", "top_p",
+                           "max_new_tokens", "seed"], args(PROMPT, folders["target"])))
+        stream = raw_compare(server[0], list({**values, **changes}.values()))
+        assert "event: error" in stream and message in stream, (changes, stream[-300:])
+    assert api.predict(*args(PROMPT, folders["target"], max_new_tokens=4), api_name="/compare")[7]["finished"]
+
+
+def test_tokenizer_mismatch_offers_the_modes_that_need_no_matching_draft(api, folders):
+    with pytest.raises(AppError) as error:
+        api.predict(*args(PROMPT, folders["target"], folders["mismatch"], "draft-model"), api_name="/compare")
+    assert "tokenizer does not match" in str(error.value) and "prompt-lookup" in str(error.value)
+
+
+def test_remote_code_model_is_refused_before_loading(api, folders):
+    with pytest.raises(AppError) as error:
+        api.predict(*args(PROMPT, folders["remote"]), api_name="/compare")
+    assert "trust_remote_code" in str(error.value)
+
+
+def test_failed_load_keeps_loaded_models_usable(api, folders, server):
+    api.predict(*args(PROMPT, folders["target"], max_new_tokens=4), api_name="/compare")
+    with pytest.raises(AppError) as error:
+        api.predict(*args(PROMPT, folders["broken"]), api_name="/compare")
+    assert "could not load model" in str(error.value) and "still loaded" in str(error.value)
+    assert folders["target"] in api.predict(api_name="/limits")["loaded"]
+    assert api.predict(*args(PROMPT, folders["target"], max_new_tokens=4), api_name="/compare")[7]["finished"]
+
+
+def test_unreachable_hub_fails_fast_with_a_clear_message(api, server, monkeypatch):
+    store = server[1]
+    monkeypatch.setattr(store, "_hub_probe", lambda: False)
+    started = time.monotonic()
+    with pytest.raises(AppError) as error:
+        api.predict(*args(PROMPT, "nobody-here/no-such-model"), api_name="/compare")
+    assert "Hub is unreachable" in str(error.value) and time.monotonic() - started < 10
+
+
+def pair_is_free(store, target) -> bool:
+    pair = store._pairs[(target, None)]
+    return pair._standard_lane.ids == [] and pair._speculative_lane.ids == []
+
+
+def test_stop_ends_the_run_within_a_round_and_frees_its_memory(api, folders, server, monkeypatch):
+    store = server[1]
+    api.predict(*args(PROMPT, folders["target"], max_new_tokens=4), api_name="/compare")  # loaded
+    step = Race.step
+
+    def slow_step(self):  # a slow device: each step (a token or a round) takes 0.15 s
+        time.sleep(0.15)
+        return step(self)
+
+    monkeypatch.setattr(Race, "step", slow_step)
+    job = api.submit(*args(PROMPT, folders["target"], max_new_tokens=48), api_name="/compare")
+    deadline = time.monotonic() + 30
+    while len(job.outputs()) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not pair_is_free(store, folders["target"])  # mid-run: the lanes hold their caches
+    stopped_at = time.monotonic()
+    job.cancel()
+    while not pair_is_free(store, folders["target"]) and time.monotonic() - stopped_at < 10:
+        time.sleep(0.02)
+    assert pair_is_free(store, folders["target"])
+    assert time.monotonic() - stopped_at < 1.5  # one step is 0.15 s
+    assert 'data-finished="false"' in job.outputs()[-1][1]  # it did not run to the end
+    monkeypatch.setattr(Race, "step", step)
+    assert api.predict(*args(PROMPT, folders["target"], max_new_tokens=8), api_name="/compare")[7]["finished"]
+
+
+def test_cuda_out_of_memory_is_caught_reported_and_the_cache_emptied(api, folders, server, monkeypatch):
+    store = server[1]
+    api.predict(*args(PROMPT, folders["target"], max_new_tokens=4), api_name="/compare")
+    freed = []
+    real_free = app.free_device_memory
+    monkeypatch.setattr(app, "free_device_memory", lambda: (freed.append(1), real_free()))
+    step = Race.step
+
+    def oom_on_third_step(self):
+        if len(self.steps) == 2:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+        return step(self)
+
+    monkeypatch.setattr(Race, "step", oom_on_third_step)
+    with pytest.raises(AppError) as error:
+        api.predict(*args(PROMPT, folders["target"]), api_name="/compare")
+    assert "CUDA out of memory" in str(error.value) and "cache emptied" in str(error.value)
+    assert freed and pair_is_free(store, folders["target"])
+    monkeypatch.setattr(Race, "step", step)
+    assert api.predict(*args(PROMPT, folders["target"], max_new_tokens=8), api_name="/compare")[7]["finished"]
+
+
+def test_replay_plays_the_last_run_back(api, folders):
+    stats = api.predict(*args(PROMPT, folders["target"], max_new_tokens=16), api_name="/compare")[7]
+    job = api.submit(api_name="/replay")
+    frames = list(job)
+    standard, speculative = job.result()
+    assert len(frames) >= 2
+    assert 'data-finished="true"' in standard and 'data-finished="true"' in speculative
+    assert f'data-tokens="{stats["speculative"]["tokens"]}"' in speculative
+
+
+def test_replay_before_any_run_says_so(server):
+    with pytest.raises(AppError, match="nothing to replay"):
+        client(server[0]).predict(api_name="/replay")
+
+
+def test_limits_endpoint_lists_limits_drafters_and_presets(api):
+    info = api.predict(api_name="/limits")
+    assert info["limits"]["max_new_tokens"] == 48 and info["public"] is False
+    assert set(info["drafters"]) == {"draft-model", "prompt-lookup"}
+    assert info["presets"][0]["target"] == "embedded"
