@@ -6,7 +6,9 @@ import json
 import sys
 
 from .engine.config import Sampling, Speculation
-from .engine.drafters import DRAFTERS
+from .engine.drafters import DRAFTERS, needs_draft_model
+from .engine.policy import POLICIES
+from .serving import serving_config
 
 
 def add_model_args(parser: argparse.ArgumentParser) -> None:
@@ -16,7 +18,8 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--drafter", default=None, choices=sorted(DRAFTERS),
                         help="drafting strategy (default: draft-model if --draft is given, else prompt-lookup)")
     parser.add_argument("--device", default=None, help="cuda, mps or cpu (default: the first available)")
-    parser.add_argument("--dtype", default=None, help="float32, bfloat16 or float16 (default: bf16 on GPU, fp32 on CPU)")
+    parser.add_argument("--dtype", default=None,
+                        help="float32, bfloat16 or float16 (default: bf16 on GPU, fp32 on CPU)")
     parser.add_argument("--trust-remote-code", action="store_true", help="allow model repos to run their own code")
     parser.add_argument("--draft-quantize", default=None, choices=["int8"],
                         help="quantize the draft's weights (CPU): faster drafts, same exact output")
@@ -29,8 +32,13 @@ def build_parser() -> argparse.ArgumentParser:
     gen = sub.add_parser("generate", help="standard then speculative decoding of one prompt, with statistics")
     add_model_args(gen)
     gen.add_argument("--prompt", required=True)
-    gen.add_argument("--k", type=int, default=4, help="tokens drafted per round")
-    gen.add_argument("--adaptive-k", action="store_true", help="grow k after full acceptance, shrink after rejection")
+    gen.add_argument("--k", type=int, default=4, help="tokens drafted per round (the cost policy's first k)")
+    gen.add_argument("--policy", default=None, choices=list(POLICIES),
+                     help="how k is chosen each round: " + "; ".join(f"{n}: {d}" for n, d in POLICIES.items()))
+    gen.add_argument("--adaptive-k", action="store_true", help="the same as --policy heuristic")
+    gen.add_argument("--auto", action="store_true",
+                     help="the best this pair can do: the cost policy with the hybrid drafter (prompt lookup "
+                          "without --draft), and an int8 draft on CPU")
     gen.add_argument("--confidence", type=float, default=0.0,
                      help="end a model draft early after a token the draft gives less than this probability")
     gen.add_argument("--max-new-tokens", type=int, default=128)
@@ -54,15 +62,30 @@ def load_pair(args, log=None):
     from .models.loading import load_model
 
     log = log or (lambda message: print(message, file=sys.stderr))
-    drafter = args.drafter or ("draft-model" if args.draft else "prompt-lookup")
+    auto = getattr(args, "auto", False)
+    if auto and args.drafter:
+        raise SystemExit("--auto picks the drafter itself; drop --drafter")
+    default = ("hybrid" if auto else "draft-model") if args.draft else "prompt-lookup"
+    drafter = args.drafter or default
     target = load_model(args.target, args.device, args.dtype, args.trust_remote_code, log=log)
     draft = None
-    if drafter == "draft-model":
+    if needs_draft_model(drafter):
         if not args.draft:
-            raise SystemExit("--drafter draft-model needs --draft")
+            raise SystemExit(f"--drafter {drafter} needs --draft")
+        # An int8 draft on CPU cuts its cost per token about 4x (c 0.45 -> 0.10 on the Qwen pair);
+        # the target verifies every token, so the output is unchanged.
+        quantize = args.draft_quantize or ("int8" if auto and target.device.type == "cpu" else None)
         draft = load_model(args.draft, target.device, target.dtype, args.trust_remote_code, log=log,
-                           quantize=args.draft_quantize)
+                           quantize=quantize)
     return Pair(target, draft), drafter
+
+
+def policy_of(args) -> str:
+    if args.auto and args.policy not in (None, "cost"):
+        raise SystemExit("--auto uses the cost policy; drop --policy")
+    if args.adaptive_k and args.policy not in (None, "heuristic"):
+        raise SystemExit("--adaptive-k is --policy heuristic; use one of them")
+    return "cost" if args.auto else args.policy or ("heuristic" if args.adaptive_k else "fixed")
 
 
 def generate(args) -> None:
@@ -74,11 +97,12 @@ def generate(args) -> None:
         prompt=args.prompt,
         max_new_tokens=args.max_new_tokens,
         sampling=Sampling(args.temperature, args.top_k, args.top_p, args.seed),
-        spec=Speculation(k=args.k, adaptive=args.adaptive_k, confidence=args.confidence),
+        spec=Speculation(k=args.k, confidence=args.confidence, policy=policy_of(args)),
         drafter=drafter,
         raw=args.raw,
     )
     result = compare(pair, request, warm_up=not args.no_warmup)
+    result["serving"] = serving_config(result["stats"], drafter, args.draft)
     if args.json:
         print(json.dumps(result))
         return
@@ -93,6 +117,13 @@ def generate(args) -> None:
           f"rounds {s['rounds']} ({s['rounds_without_draft']} drafted nothing)")
     if "identical" in s:
         print(f"identical {s['identical']}" + divergence_note(s.get("divergence")))
+    print(s["verdict"])
+    serving = serving_config(s, drafter, args.draft)
+    if serving["vllm"]:
+        print(f"serve it: vLLM {serving['vllm']['flag']}\n          SGLang {serving['sglang']['flag']}\n"
+              f"          ({serving['note']})")
+    else:
+        print(f"serve it: {serving['advice']}")
 
 
 def divergence_note(divergence: dict | None) -> str:

@@ -49,3 +49,21 @@ def llama():
 @pytest.fixture(scope="session")
 def qwen():
     return tiny_model("qwen2", seed=3)
+
+
+def word_tokenizer(n_words: int):
+    """A word-level tokenizer: "w7" is one token, so raw prompts map to known ids."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["<s>", "</s>", "<unk>"] + [f"w{i}" for i in range(n_words - 3)]
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+
+
+def loaded(model, tokenizer, name="tiny"):
+    """A model as the engine takes it, on CPU in fp32."""
+    from specdec.engine.loaded import Loaded
+
+    return Loaded(name, model, tokenizer, torch.device("cpu"), torch.float32)

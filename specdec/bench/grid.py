@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..engine.drafters import DRAFTERS, make_drafter
+from ..engine.drafters import DRAFTERS, needs_draft_model
 
 SCHEDULES = ("constant", "adaptive")  # adaptive = the engine's (and transformers') heuristic k schedule
 
@@ -99,16 +99,6 @@ def load_suite(path: str | Path) -> list[Prompt]:
     if not prompts:
         raise ValueError(f"{path}: no prompts")
     return prompts
-
-
-def needs_draft_model(drafter: str) -> bool:
-    """Whether a registered drafter needs a draft model: asked of the registry itself (a drafter
-    that needs one refuses to be built without it), so new drafters need no change here."""
-    try:
-        make_drafter(drafter, None, 1)
-    except ValueError:
-        return True
-    return False
 
 
 def select_prompts(plan: Plan, suite: list[Prompt]) -> list[Prompt]:

@@ -3,6 +3,7 @@ statistics the CLI prints and the app and the benchmarks share."""
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from dataclasses import asdict
 
 from .events import RoundEvent, TokenEvent
@@ -58,10 +59,32 @@ def summarize(standard: list[TokenEvent], rounds: list[RoundEvent], k: int, gree
         "predicted_speedup": predict(1.0) if predict else None,
         "predicted_speedup_with_verify_cost": predict(verify_cost) if predict and verify_cost else None,
         "position_acceptance": position_acceptance(drafted, accepted),
+        "k_per_round": [r.k for r in rounds],
+        "k_settled": settled_k(rounds),
+        "sources": dict(Counter(r.source for r in rounds if r.source)),
     }
+    stats["verdict"] = verdict(stats)
     if greedy:
         stats["identical"] = [e.token for e in standard] == spec_ids
     return stats
+
+
+def settled_k(rounds: list[RoundEvent]) -> float | None:
+    """The median k of the run's second half: where a policy settled once it had measured."""
+    ks = [r.k for r in rounds[len(rounds) // 2:]]
+    return statistics.median(ks) if ks else None
+
+
+def verdict(stats: dict) -> str:
+    """One line: did speculation pay, and the measured numbers that say why."""
+    if stats["speedup"] is None:
+        return "not measured yet"
+    fmt = lambda x, spec: "n/a" if x is None else format(x, spec)  # noqa: E731
+    why = (f"α {fmt(stats['alpha'], '.2f')}, c {fmt(stats['c'], '.2f')}, verify cost "
+           f"{fmt(stats['verify_cost'], '.2f')} steps, settled on k={fmt(stats['k_settled'], 'g')}, "
+           f"{stats['rounds_without_draft']} of {stats['rounds']} rounds plain")
+    paid = "paid" if stats["speedup"] > 1.0 else "did not pay"
+    return f"speculation {paid}: {stats['speedup']:.2f}x standard decoding ({why})"
 
 
 def compare(pair: Pair, request: Request, warm_up: bool = True) -> dict:

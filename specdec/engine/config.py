@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .policy import POLICIES
+
 # Temperatures below this are greedy. softmax(l / T) is already one-hot to float32 precision for any
 # realistic logit gap well above this, and dividing by a far smaller T overflows float32 (T = 1e-40
 # turns every logit into inf, softmax into NaN, and sampling into garbage).
@@ -36,8 +38,10 @@ class Sampling:
 
 @dataclass(frozen=True)
 class Speculation:
-    """k tokens are drafted per round; adaptive k grows by 2 after a fully accepted round and
-    shrinks by 1 after a rejection (transformers' 'heuristic' schedule), within [1, k_max]."""
+    """How far to draft. The policy picks each round's k (see engine.policy): "fixed" drafts k every
+    round; "heuristic" is transformers' schedule, +2 after a fully accepted round and -1 after a
+    rejection, within [1, k_max]; "cost" picks the k in [0, k_max] with the most expected tokens per
+    second, starting from k. adaptive=True is the older spelling of policy="heuristic"."""
 
     k: int = 4
     adaptive: bool = False
@@ -45,8 +49,16 @@ class Speculation:
     # A model draft stops early once it drafts a token it gives less than this probability
     # (transformers' assistant_confidence_threshold; 0 = always draft k). Exactness is unaffected.
     confidence: float = 0.0
+    policy: str = "fixed"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.policy, str) or self.policy not in POLICIES:
+            raise ValueError(f"unknown policy {self.policy!r}; choose one of {', '.join(POLICIES)}")
+        if self.adaptive and self.policy == "cost":
+            raise ValueError("adaptive=True means policy='heuristic'; it cannot be combined with policy='cost'")
+        # One truth for the two spellings: adaptive and policy="heuristic" always agree.
+        object.__setattr__(self, "policy", "heuristic" if self.adaptive else self.policy)
+        object.__setattr__(self, "adaptive", self.policy == "heuristic")
         if not (_integer(self.k_max) and self.k_max >= 1):
             raise ValueError(f"k_max must be an integer >= 1, got {self.k_max!r}")
         if not (_integer(self.k) and 1 <= self.k <= self.k_max):

@@ -13,6 +13,7 @@ from .config import Sampling, Speculation
 from .drafters import Draft, Drafter
 from .events import ACCEPTED, BONUS, CORRECTED, PLAIN, RoundEvent, TokenEvent
 from .kvcache import CachedModel
+from .policy import Policy, make_policy
 from .sampling import make_generator, probs_from_logits, sample_from, uniforms
 from .timing import Clock
 from .verify import Verdict, acceptance, verify_greedy, verify_sampled
@@ -59,20 +60,27 @@ def speculative_decode(
     sampling: Sampling,
     max_new_tokens: int,
     eos_ids: Iterable[int] = (),
+    policy: Policy | None = None,
 ) -> Iterator[RoundEvent]:
-    """Draft up to k tokens, verify them with the last committed token in one target pass, keep the
-    accepted prefix plus one target token. Each round adds between 1 and k + 1 tokens."""
+    """Each round the policy picks k (and, for a hybrid drafter, the source) from earlier rounds
+    only; the drafter proposes up to k tokens; the target verifies them with the last committed
+    token in one pass; the accepted prefix plus one target token is kept. A round adds between 1 and
+    k + 1 tokens, and a round with k = 0 is one plain decode step. Because k never depends on the
+    current round's draws, every round is an exact draw from the target (see verify.py)."""
     check_budget(max_new_tokens)
     eos, clock = set(eos_ids), Clock(target.device)
     generator = make_generator(sampling.seed, target.device)
+    policy = policy or make_policy(spec.policy, spec.k, spec.k_max)
     target.reset()
     drafter.reset()
-    ids, produced, k, round_index = list(prompt_ids), 0, spec.k, 0
+    ids, produced, round_index = list(prompt_ids), 0, 0
     while True:
+        start = clock.now()  # choosing is part of the lane's cost, so it is timed too
+        choice = policy.choose(drafter.sources(ids))
+        chosen_at = clock.now()
         # A round yields at most drafted + 1 tokens: never draft what max_new_tokens cannot take.
-        k_round = min(k, max_new_tokens - produced - 1)
-        start = clock.now()
-        draft = drafter.propose(ids, k_round, sampling, generator)
+        k_round = min(choice.k, max_new_tokens - produced - 1)
+        draft = drafter.propose(ids, k_round, sampling, generator, choice.source) if k_round > 0 else NO_DRAFT
         drafted_at = clock.now()
         logits = target.logits(ids + draft.tokens, len(draft.tokens) + 1)
         verdict, p = _verify(logits, draft, sampling, generator)
@@ -84,7 +92,7 @@ def speculative_decode(
         ids += tokens
         produced += len(tokens)
         finished = produced >= max_new_tokens or tokens[-1] in eos
-        yield RoundEvent(
+        event = RoundEvent(
             round=round_index,
             k=k_round,
             drafted=tuple(draft.tokens),
@@ -95,12 +103,19 @@ def speculative_decode(
             verify_seconds=verified_at - drafted_at,
             alpha=alpha,
             finished=finished,
+            source=choice.source if draft.tokens else "",
+            gain=choice.gain,
+            reason=choice.reason,
+            policy_seconds=chosen_at - start,
         )
+        yield event
         if finished:
             return
-        if spec.adaptive and draft.tokens:
-            k = min(k + 2, spec.k_max) if verdict.accepted == len(draft.tokens) else max(1, k - 1)
+        policy.observe(event, choice.source)
         round_index += 1
+
+
+NO_DRAFT = Draft([], None)
 
 
 def _verify(

@@ -38,6 +38,10 @@ class RoundEvent:
     verify_seconds: float
     alpha: tuple[float, ...]  # analytic acceptance sum_x min(p, q) of each drafted position
     finished: bool
+    source: str = ""  # which drafter made the draft (the hybrid drafter has two)
+    gain: float | None = None  # the policy's expected tokens/s for this k over plain decoding's
+    reason: str = ""  # why the policy chose this k
+    policy_seconds: float = 0.0  # the part of draft_seconds spent choosing k
 
     @property
     def seconds(self) -> float:

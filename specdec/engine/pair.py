@@ -11,6 +11,7 @@ from .drafters import check_draft_reads, make_drafter
 from .events import RoundEvent, TokenEvent
 from .kvcache import CachedModel, common_prefix, new_cache, output_width
 from .loaded import Loaded, check_tokenizers
+from .policy import CostModel, make_policy
 from .text import encode_prompt
 from .verdicts import numerical_tie
 
@@ -45,6 +46,15 @@ class Pair:
         self.eos_ids = target.eos_ids
         self._standard_lane = CachedModel(target.model, self.vocab_size)
         self._speculative_lane = CachedModel(target.model, self.vocab_size)
+        # The cost policy's measurements outlive a run: they belong to this pair on this device.
+        # Greedy and sampled drafts are accepted at different rates, so each keeps its own.
+        self.costs = {True: CostModel(), False: CostModel()}
+
+    def auto(self, request: Request) -> Request:
+        """The best setup this pair has: the cost policy, with the hybrid drafter when there is a draft
+        model and prompt lookup when not (the policy falls back to plain decoding where neither pays)."""
+        drafter = "hybrid" if self.draft else "prompt-lookup"
+        return replace(request, drafter=drafter, spec=replace(request.spec, policy="cost", adaptive=False))
 
     def prompt_ids(self, request: Request) -> list[int]:
         ids = encode_prompt(self.tokenizer, request.prompt, raw=request.raw)
@@ -70,8 +80,10 @@ class Pair:
         ids = prompt_ids if prompt_ids is not None else self.prompt_ids(request)
         drafter = make_drafter(request.drafter, self.draft.model if self.draft else None,
                                self._speculative_lane.vocab_size, request.spec.confidence)
-        return speculative_decode(self._speculative_lane, drafter, ids, request.spec, request.sampling,
-                                  request.max_new_tokens, self.eos_ids)
+        spec = request.spec
+        policy = make_policy(spec.policy, spec.k, spec.k_max, self.costs[request.sampling.greedy])
+        return speculative_decode(self._speculative_lane, drafter, ids, spec, request.sampling,
+                                  request.max_new_tokens, self.eos_ids, policy)
 
     def divergence(self, prompt_ids: list[int], standard_ids: list[int], speculative_ids: list[int]) -> dict | None:
         """Where two greedy lanes first differ, and whether the target itself could not tell the two

@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import MistralConfig, MistralForCausalLM
 
-from conftest import perturbed, tiny_model
+from conftest import loaded, perturbed, tiny_model, word_tokenizer
 from specdec import BONUS, PLAIN, CachedModel, ModelDrafter, PromptLookupDrafter, Sampling, Speculation, \
     speculative_decode, standard_decode
 from specdec.engine.compare import summarize
@@ -267,21 +267,6 @@ def test_fp32_tolerance_is_tiny():
 
 
 # The same fixes, through Pair (the CLI's and the app's way in) ---------------------------------
-
-def word_tokenizer(n_words: int):
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    words = ["<s>", "</s>", "<unk>"] + [f"w{i}" for i in range(n_words - 3)]
-    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
-
-
-def loaded(model, tokenizer, name="tiny"):
-    from specdec.engine.loaded import Loaded
-    return Loaded(name, model, tokenizer, torch.device("cpu"), torch.float32)
-
 
 def test_pair_cuts_both_lanes_to_the_tokenizer_and_runs_a_smaller_draft():
     from specdec import Pair, Request

@@ -26,9 +26,17 @@ class Draft:
 class Drafter(Protocol):
     name: str
 
-    def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator) -> Draft: ...
-
     def reset(self) -> None: ...
+
+    def sources(self, ids: list[int]) -> tuple[str, ...]:
+        """Who could draft after ids, preferred first: the drafter itself, or a hybrid's sources.
+        A policy keeps its acceptance and cost evidence per source and picks one."""
+        ...
+
+    def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
+                source: str | None = None) -> Draft:
+        """Up to k tokens to follow ids, from source (one of sources(ids); None: the first)."""
+        ...
 
 
 def fit_vocab(logits: torch.Tensor, vocab_size: int) -> torch.Tensor:

@@ -15,19 +15,33 @@ class PromptLookupDrafter:
 
     def __init__(self, max_ngram: int = 3, min_ngram: int = 1):
         self.max_ngram, self.min_ngram = max_ngram, min_ngram
+        self.reset()
 
     def reset(self) -> None:
-        pass
+        self._last: tuple[tuple[int, ...], int | None] = ((), None)
 
-    def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator) -> Draft:
-        if k == 0:
-            return Draft([], None)
+    def sources(self, ids: list[int]) -> tuple[str, ...]:
+        return (self.name,)
+
+    def match(self, ids: list[int]) -> int | None:
+        """Where the continuation of the latest earlier match of the last n-gram starts, or None.
+        Cached for the last ids: the hybrid drafter asks twice per round."""
+        key = tuple(ids)
+        if self._last[0] != key:
+            self._last = (key, self._find(ids))
+        return self._last[1]
+
+    def _find(self, ids: list[int]) -> int | None:
         seq = torch.tensor(ids)
         for n in range(min(self.max_ngram, len(ids) - 1), self.min_ngram - 1, -1):
             # Windows starting before the final n-gram, so a match always has a continuation.
             windows = seq[:-1].unfold(0, n, 1)
             hits = (windows == seq[-n:]).all(dim=1).nonzero()
             if len(hits):
-                start = int(hits[-1]) + n
-                return Draft(ids[start : start + k], None)
-        return Draft([], None)
+                return int(hits[-1]) + n
+        return None
+
+    def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
+                source: str | None = None) -> Draft:
+        start = self.match(ids) if k > 0 else None
+        return Draft([] if start is None else ids[start : start + k], None)

@@ -23,7 +23,11 @@ class ModelDrafter:
     def reset(self) -> None:
         self.draft.reset()
 
-    def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator) -> Draft:
+    def sources(self, ids: list[int]) -> tuple[str, ...]:
+        return (self.name,)
+
+    def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
+                source: str | None = None) -> Draft:
         tokens: list[int] = []
         rows = []  # greedy: logits; sampled: the q each token was drawn from
         for _ in range(k):

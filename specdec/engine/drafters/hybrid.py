@@ -1,0 +1,34 @@
+"""Drafting from two sources: n-gram prompt lookup, which costs nothing but has a draft only where
+the context repeats, and the draft model, which always has one. Each round the policy picks the
+source (and k) from their own measured acceptance and cost; a fixed-k policy takes lookup's draft
+wherever it has one. Either way the target verifies, so the output is exact."""
+from __future__ import annotations
+
+import torch
+
+from ..config import Sampling
+from .base import Draft
+from .lookup import PromptLookupDrafter
+from .model import ModelDrafter
+
+
+class HybridDrafter:
+    name = "hybrid"
+
+    def __init__(self, model: ModelDrafter, lookup: PromptLookupDrafter | None = None):
+        self.model, self.lookup = model, lookup or PromptLookupDrafter()
+
+    def reset(self) -> None:
+        self.model.reset()
+        self.lookup.reset()
+
+    def sources(self, ids: list[int]) -> tuple[str, ...]:
+        has_match = self.lookup.match(ids) is not None
+        return (self.lookup.name, self.model.name) if has_match else (self.model.name,)
+
+    def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
+                source: str | None = None) -> Draft:
+        # The draft model sits out the rounds lookup drafts; its KV cache catches up on the tokens
+        # committed meanwhile at its next turn, in one pass (CachedModel feeds what it has not seen).
+        chosen = self.lookup if (source or self.sources(ids)[0]) == self.lookup.name else self.model
+        return chosen.propose(ids, k, sampling, generator)

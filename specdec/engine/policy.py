@@ -1,0 +1,226 @@
+"""How far to draft each round: a fixed k, transformers' +2/-1 heuristic, or a cost-aware choice.
+
+The cost-aware policy keeps an online cost model per drafter source and picks, each round, the k that
+maximises expected tokens per second:
+
+    E(k) = 1 + sum_{i<=k} prod_{j<=i} alpha_j        (alpha_j: P(position j kept | positions before it were))
+    T(k) = k c + v(k + 1)                            (c: seconds per drafted token; v(n): a target pass over n)
+
+k = 0 is a plain decode step, E(0) / T(0) = 1 / v(1), and wins whenever no k beats it. Unlike one
+alpha, position-wise alpha_j follows a draft whose agreement falls with depth; unlike a straight
+line, the table v(n) follows a device on which verifying 5 tokens can cost less than verifying 3.
+Exactness does not depend on any of this: k is chosen from the past only, and every round is
+verified by the same rule.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+from .events import RoundEvent
+
+POLICIES = {
+    "fixed": "draft k tokens every round",
+    "heuristic": "transformers' schedule: k + 2 after a fully accepted round, k - 1 after a rejection",
+    "cost": "pick k each round to maximise expected tokens per second, from measured alpha by position, "
+            "draft cost and verify cost; k = 0 (plain decoding) when speculation does not pay",
+}
+
+
+@dataclass(frozen=True)
+class Choice:
+    k: int
+    source: str  # which of the drafter's sources drafts (k = 0: none does)
+    gain: float | None = None  # expected tokens/s of this choice over plain decoding's (cost policy only)
+    reason: str = ""
+
+
+class FixedPolicy:
+    """k every round, from the drafter's first source (a hybrid lists prompt lookup first when it
+    has a match: it costs nothing)."""
+
+    name = "fixed"
+
+    def __init__(self, k: int):
+        self.k = k
+
+    def choose(self, sources: Sequence[str]) -> Choice:
+        return Choice(self.k, sources[0])
+
+    def observe(self, round: RoundEvent, source: str) -> None:
+        pass
+
+
+class HeuristicPolicy:
+    """transformers' 'heuristic' num_assistant_tokens schedule, within [1, k_max]."""
+
+    name = "heuristic"
+
+    def __init__(self, k: int, k_max: int):
+        self.k, self.k_max = k, k_max
+
+    def choose(self, sources: Sequence[str]) -> Choice:
+        return Choice(self.k, sources[0])
+
+    def observe(self, round: RoundEvent, source: str) -> None:
+        if round.drafted:
+            full = round.accepted == len(round.drafted)
+            self.k = min(self.k + 2, self.k_max) if full else max(1, self.k - 1)
+
+
+class Decayed:
+    """An exponentially decayed mean: old evidence fades, so a prompt that turns from prose to code
+    is followed within a few rounds."""
+
+    def __init__(self, decay: float):
+        self.decay, self.weight, self.total = decay, 0.0, 0.0
+
+    def add(self, value: float, weight: float = 1.0) -> None:
+        self.total = self.total * self.decay + value * weight
+        self.weight = self.weight * self.decay + weight
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.weight if self.weight > 1e-9 else None
+
+
+@dataclass
+class SourceCosts:
+    """What one drafter source has shown: seconds per drafted token and acceptance by position."""
+
+    decay: float
+    draft: Decayed = None  # type: ignore[assignment]
+    kept: list[Decayed] = field(default_factory=list)  # per position: decayed share of tested kept
+
+    def __post_init__(self) -> None:
+        self.draft = Decayed(self.decay)
+
+    def alpha(self, position: int) -> float | None:
+        """P(position kept | all before kept), positions from 1; None when never tested."""
+        if position <= len(self.kept):
+            return self.kept[position - 1].mean
+        return None
+
+    def observe(self, drafted: int, accepted: int, draft_seconds: float | None) -> None:
+        """draft_seconds None: acceptance only (the round's timing is not to be learned from)."""
+        if drafted and draft_seconds is not None:
+            self.draft.add(draft_seconds / drafted)
+        # Position i was tested when every position before it was kept: i = 1..accepted + 1.
+        for i in range(1, min(drafted, accepted + 1) + 1):
+            while len(self.kept) < i:
+                self.kept.append(Decayed(self.decay))
+            self.kept[i - 1].add(1.0 if i <= accepted else 0.0)
+
+
+class CostModel:
+    """Online costs of one pair on one device: target passes by width, and each source's draft cost
+    and acceptance. Round 0 carries both models' prefill and the first pass at each width carries
+    one-time costs (kernel selection, allocator growth), so neither is learned from."""
+
+    def __init__(self, decay: float = 0.9, prior_alpha: float = 0.6):
+        self.decay, self.prior_alpha = decay, prior_alpha
+        self.verify: dict[int, Decayed] = {}  # tokens in the target pass -> seconds
+        self.seen_widths: set[int] = set()
+        self.sources: dict[str, SourceCosts] = {}
+        self.overhead = Decayed(decay)  # seconds per round spent outside the models (choosing k)
+
+    def source(self, name: str) -> SourceCosts:
+        return self.sources.setdefault(name, SourceCosts(self.decay))
+
+    def observe(self, round: RoundEvent, source: str) -> None:
+        prefill = round.round == 0
+        # draft_seconds includes the policy's own choosing; the draft is charged only its proposing,
+        # and the choosing, paid by every round alike, is kept apart as an overhead per round.
+        proposing = round.draft_seconds - round.policy_seconds
+        self.source(source).observe(len(round.drafted), round.accepted, None if prefill else proposing)
+        if prefill:
+            return
+        self.overhead.add(round.policy_seconds)
+        width = len(round.drafted) + 1
+        if width in self.seen_widths:
+            self.verify.setdefault(width, Decayed(self.decay)).add(round.verify_seconds)
+        self.seen_widths.add(width)
+
+    def pass_seconds(self, width: int) -> float | None:
+        """v(width): measured, else the nearest measured width's (optimistic for wider passes, so
+        an unmeasured k gets tried and measured rather than assumed away)."""
+        known = {n: d.mean for n, d in self.verify.items() if d.mean is not None}
+        if not known:
+            return None
+        return known.get(width, known[min(known, key=lambda n: (abs(n - width), n))])
+
+    def expected_tokens(self, source: str, k: int) -> float:
+        return self.expected_tokens_upto(source, k)[k]
+
+    def expected_tokens_upto(self, source: str, k_max: int) -> list[float]:
+        """[E(0), ..., E(k_max)], E(k) = 1 + sum_{i<=k} prod_{j<=i} alpha_j, in one pass. An untested
+        position borrows the deepest tested one's alpha (or the prior)."""
+        costs, out, survive, last = self.source(source), [1.0], 1.0, self.prior_alpha
+        for i in range(1, k_max + 1):
+            alpha = costs.alpha(i)
+            last = alpha if alpha is not None else last
+            survive *= last
+            out.append(out[-1] + survive)
+        return out
+
+
+class CostPolicy:
+    """argmax over (source, k) of E(k) / T(k), k in [0, k_max], with a probe out of k = 0 now and then."""
+
+    name = "cost"
+
+    def __init__(self, k: int, k_max: int, costs: CostModel | None = None, probe_every: int = 8):
+        self.k_start, self.k_max = k, k_max
+        self.costs = costs or CostModel()
+        self.probe_every = probe_every
+        self.plain_streak = 0
+
+    def choose(self, sources: Sequence[str]) -> Choice:
+        # Learn before judging: each source's draft cost, then the plain step's pass time.
+        unmeasured = [s for s in sources if self.costs.source(s).draft.mean is None]
+        if unmeasured:
+            return Choice(self.k_start, unmeasured[0], None, f"measuring {unmeasured[0]}'s draft cost")
+        plain = self.costs.pass_seconds(1) if 1 in self.costs.verify else None
+        if plain is None:
+            return Choice(0, sources[0], None, "measuring a plain decode step")
+        rates = {(s, k): rate for s in sources for k, rate in enumerate(self.rates(s)) if k > 0}
+        source, k = max(rates, key=lambda sk: (rates[sk], -sk[1]))
+        plain_round = plain + (self.costs.overhead.mean or 0.0)  # plain decoding: 1 token per plain_round
+        gain = rates[source, k] * plain_round
+        if gain <= 1.0:
+            self.plain_streak += 1
+            if self.plain_streak % self.probe_every == 0:
+                return Choice(1, source, rates[source, 1] * plain_round,
+                              f"probing {source} with k=1: acceptance may have changed")
+            return Choice(0, source, 1.0, f"plain decoding: the best draft ({source}, k={k}) would be {gain:.2f}x")
+        self.plain_streak = 0
+        return Choice(k, source, gain, f"{source}, k={k}: expected {gain:.2f}x plain decoding")
+
+    def rates(self, source: str) -> list[float]:
+        """Expected tokens per second of drafting k = 0..k_max from source: E(k) / T(k), with
+        T(k) = k c + v(k + 1) + the per-round overhead every round pays, plain ones included."""
+        draft, overhead = self.costs.source(source).draft.mean, self.costs.overhead.mean or 0.0
+        expected = self.costs.expected_tokens_upto(source, self.k_max)
+        return [e / (k * draft + self.costs.pass_seconds(k + 1) + overhead) for k, e in enumerate(expected)]
+
+    def observe(self, round: RoundEvent, source: str) -> None:
+        self.costs.observe(round, source)
+
+
+class Policy(Protocol):
+    name: str
+
+    def choose(self, sources: Sequence[str]) -> Choice:
+        """This round's k and source, from what earlier rounds showed (never from this round's)."""
+        ...
+
+    def observe(self, round: RoundEvent, source: str) -> None: ...
+
+
+def make_policy(name: str, k: int, k_max: int, costs: CostModel | None = None) -> Policy:
+    """A fresh policy; costs carries a cost model over from earlier runs of the same pair and device."""
+    factories = {"fixed": lambda: FixedPolicy(k), "heuristic": lambda: HeuristicPolicy(k, k_max),
+                 "cost": lambda: CostPolicy(k, k_max, costs)}
+    if name not in factories:
+        raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(factories)}")
+    return factories[name]()

@@ -1,0 +1,56 @@
+"""From playground to production: a run's measured best setup as the serving flags that reproduce
+it in vLLM and SGLang, and the server metrics to check it against.
+
+The figures behind it are this device's and this workload's. A server batches requests, runs other
+kernels and sees other prompts, so its best k can differ; the metric names let a user check."""
+from __future__ import annotations
+
+import json
+
+
+def serving_config(stats: dict, drafter: str, draft_model: str | None, lookup_ngram: tuple[int, int] = (1, 3)) -> dict:
+    """vLLM's --speculative-config and SGLang's flags for the setup this run measured, with the
+    metrics that correspond to its acceptance figures. k is the one the run settled on; a run that
+    settled on k = 0 recommends serving without speculation."""
+    k = round(stats.get("k_settled") or 0)
+    method = _method(stats, drafter)
+    out = {
+        "k": k, "method": method,
+        "note": "measured on this device and this prompt, not on your server: batching, other hardware "
+                "and other prompts change the best k; compare the metrics below before trusting it",
+        "expected": {"mean_acceptance_length": stats.get("tokens_per_round"),
+                     "acceptance_by_position": stats.get("position_acceptance")},
+        "metrics": {"vllm": ["vllm:spec_decode_num_accepted_tokens_per_pos", "mean acceptance length "
+                             "(1 + vllm:spec_decode_num_accepted_tokens / vllm:spec_decode_num_drafts)"],
+                    "sglang": ["spec_accept_length"]},
+    }
+    if k == 0 or method is None:
+        out.update(vllm=None, sglang=None, advice="speculation did not pay on this run: serve without it")
+        return out
+    if method == "ngram":
+        low, high = lookup_ngram
+        vllm = {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_min": low, "prompt_lookup_max": high}
+        sglang = ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", str(k + 1)]
+    else:
+        vllm = {"method": "draft_model", "model": draft_model, "num_speculative_tokens": k}
+        sglang = ["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", str(draft_model),
+                  "--speculative-num-steps", str(k), "--speculative-eagle-topk", "1",
+                  "--speculative-num-draft-tokens", str(k + 1)]
+    out["vllm"] = {"speculative_config": vllm, "flag": f"--speculative-config '{json.dumps(vllm)}'"}
+    out["sglang"] = {"flags": sglang, "flag": " ".join(sglang)}
+    if drafter == "hybrid":
+        out["advice"] = ("neither server mixes prompt lookup with a draft model; this is the source that "
+                         f"drafted most of this run's rounds ({stats.get('sources')})")
+    return out
+
+
+def _method(stats: dict, drafter: str) -> str | None:
+    if drafter == "prompt-lookup":
+        return "ngram"
+    if drafter == "draft-model":
+        return "draft_model"
+    sources = stats.get("sources") or {}
+    if not sources:
+        return None
+    top = max(sources, key=sources.get)
+    return "ngram" if top == "prompt-lookup" else "draft_model"

@@ -1,0 +1,222 @@
+"""The k policies: the cost model learns what it should and nothing it should not, the cost policy
+picks the (source, k) the numbers favour (k = 0 included) and finds its way back, and no policy or
+drafter mix changes what is generated: greedy stays token-identical, sampling keeps the target's
+distribution (the chi-square half lives in test_sampling_e2e)."""
+import pytest
+
+from conftest import loaded, perturbed, tiny_model, word_tokenizer
+from specdec import CachedModel, ModelDrafter, Pair, PromptLookupDrafter, Request, Sampling, Speculation, \
+    speculative_decode, standard_decode
+from specdec.engine.drafters import HybridDrafter, make_drafter, needs_draft_model
+from specdec.engine.events import ACCEPTED, CORRECTED, RoundEvent
+from specdec.engine.policy import Choice, CostModel, CostPolicy, FixedPolicy, HeuristicPolicy, make_policy
+
+MODEL, LOOKUP = "draft-model", "prompt-lookup"
+
+
+def rnd(i, drafted, accepted, draft_s=0.0, verify_s=0.1, policy_s=0.0):
+    fates = (ACCEPTED,) * accepted + ((CORRECTED,) if accepted < drafted else ())
+    return RoundEvent(i, drafted, tuple(range(drafted)), accepted, tuple(range(accepted + 1)), fates,
+                      draft_s + policy_s, verify_s, (), False, policy_seconds=policy_s)
+
+
+def teach(v: dict, c: float, alpha: float, depth: int, source=MODEL, rounds=200, decay=1.0) -> CostModel:
+    """A cost model taught only through observe(): pass seconds v[n], c seconds per drafted token,
+    and rounds of `depth` drafts accepted position by position with probability alpha (exact
+    long-run shares, laid out deterministically)."""
+    model = CostModel(decay=decay)
+    for n, seconds in v.items():
+        for i in (1, 2):  # the first pass at a width is never learned from
+            model.observe(rnd(i, n - 1, 0, draft_s=c * (n - 1), verify_s=seconds), source)
+    model.sources.pop(source)  # forget the acceptance those timing rounds implied
+    # Accepted length L with P(L >= j) = alpha^j, j <= depth, as exact shares of `rounds`.
+    shares = [alpha ** j - (alpha ** (j + 1) if j < depth else 0) for j in range(depth + 1)]
+    i = 3
+    for accepted, share in enumerate(shares):
+        for _ in range(round(share * rounds)):
+            model.observe(rnd(i, depth, accepted, draft_s=c * depth, verify_s=v[depth + 1]), source)
+            i += 1
+    return model
+
+
+def test_cost_model_ignores_prefill_and_first_use_of_a_width():
+    model = CostModel(decay=1.0)
+    model.observe(rnd(0, 4, 4, draft_s=9.0, verify_s=9.0), MODEL)  # round 0 carries the prefill
+    assert model.pass_seconds(5) is None and model.source(MODEL).draft.mean is None
+    assert model.source(MODEL).alpha(1) == 1.0  # its acceptance is still evidence
+    model.observe(rnd(1, 4, 1, draft_s=0.4, verify_s=5.0), MODEL)  # first pass of width 5: warm-up
+    assert model.pass_seconds(5) is None and model.source(MODEL).draft.mean == pytest.approx(0.1)
+    model.observe(rnd(2, 4, 1, draft_s=0.4, verify_s=0.2, policy_s=0.05), MODEL)
+    assert model.pass_seconds(5) == pytest.approx(0.2)
+    assert model.pass_seconds(9) == pytest.approx(0.2)  # the nearest measured width stands in
+    assert model.source(MODEL).draft.mean == pytest.approx(0.1)  # choosing k is not drafting
+    assert model.overhead.mean == pytest.approx(0.05 / 2)
+
+
+def test_acceptance_by_position_counts_only_tested_positions():
+    model = CostModel(decay=1.0)
+    for i, (m, n) in enumerate([(3, 3), (3, 1), (3, 0), (2, 2)]):
+        model.observe(rnd(i + 1, m, n), MODEL)
+    s = model.source(MODEL)
+    assert s.alpha(1) == pytest.approx(3 / 4)  # tested 4 times, kept 3
+    assert s.alpha(2) == pytest.approx(2 / 3)  # tested only when position 1 was kept
+    assert s.alpha(3) == pytest.approx(1 / 1)  # (3, 1) stopped before it; (2, 2) drafted only 2
+    assert s.alpha(4) is None
+    assert model.expected_tokens(MODEL, 2) == pytest.approx(1 + 0.75 + 0.75 * 2 / 3)
+    assert model.expected_tokens(MODEL, 5) == pytest.approx(1 + 0.75 + 0.5 + 0.5 + 0.5 + 0.5)
+
+
+def test_decay_follows_a_change_of_regime():
+    model = CostModel(decay=0.8)
+    for i in range(1, 30):
+        model.observe(rnd(i, 4, 4), MODEL)
+    assert model.source(MODEL).alpha(1) > 0.99
+    for i in range(30, 45):
+        model.observe(rnd(i, 4, 0), MODEL)
+    assert model.source(MODEL).alpha(1) < 0.05
+
+
+def test_cost_policy_drafts_deep_when_drafts_are_cheap_and_good():
+    v = {n: 1.0 + 0.05 * (n - 1) for n in range(1, 18)}
+    policy = CostPolicy(k=4, k_max=16, costs=teach(v, c=0.05, alpha=0.95, depth=8))
+    choice = policy.choose([MODEL])
+    assert choice.k >= 8 and choice.gain > 2 and choice.source == MODEL and f"k={choice.k}" in choice.reason
+
+
+def test_cost_policy_falls_back_to_plain_decoding_and_probes_its_way_back():
+    v = {n: 1.0 + 0.5 * (n - 1) for n in range(1, 10)}
+    policy = CostPolicy(k=4, k_max=8, costs=teach(v, c=0.6, alpha=0.3, depth=4, decay=0.9), probe_every=4)
+    choices = [policy.choose([MODEL]) for _ in range(8)]
+    assert [c.k for c in choices] == [0, 0, 0, 1, 0, 0, 0, 1]
+    assert "plain decoding" in choices[0].reason and "probing" in choices[3].reason
+    assert choices[0].gain == 1.0 and choices[3].gain < 1.0
+    # The probes bring news: the text turned easy and the draft cheap, and the policy drafts again.
+    for i in range(40):
+        policy.observe(rnd(100 + i, 1, 1, draft_s=0.1, verify_s=1.5), MODEL)
+    assert policy.choose([MODEL]).k >= 1
+
+
+def test_cost_policy_reads_the_verify_table_not_a_line():
+    """On the 2-core CPU a 5-token pass can cost less than a 3-token one; the policy must see that."""
+    v = {1: 1.0, 2: 1.7, 3: 2.1, 4: 1.55, 5: 1.6, 6: 2.4, 7: 2.6, 8: 2.8, 9: 3.0}
+    policy = CostPolicy(k=2, k_max=8, costs=teach(v, c=0.1, alpha=0.8, depth=8))
+    assert policy.choose([MODEL]).k == 4
+
+
+def test_cost_policy_measures_before_it_trusts():
+    policy = CostPolicy(k=3, k_max=8)
+    first = policy.choose([LOOKUP, MODEL])
+    assert (first.k, first.source, first.gain) == (3, LOOKUP, None) and "measuring" in first.reason
+    costs = policy.costs
+    for source in (LOOKUP, MODEL):
+        costs.observe(rnd(1, 3, 1, draft_s=0.3), source)
+    plain_missing = policy.choose([LOOKUP, MODEL])
+    assert plain_missing.k == 0 and "plain decode step" in plain_missing.reason
+
+
+def test_sources_are_judged_on_their_own_evidence():
+    v = {n: 1.0 + 0.1 * (n - 1) for n in range(1, 10)}
+    costs = teach(v, c=0.3, alpha=0.2, depth=4, source=MODEL)
+    for i in range(40):  # lookup: free and always right on this (repetitive) text
+        costs.observe(rnd(10 + i, 8, 8, draft_s=0.0, verify_s=v[9]), LOOKUP)
+    policy = CostPolicy(k=4, k_max=8, costs=costs)
+    assert policy.choose([MODEL]).k == 0
+    assert policy.choose([LOOKUP, MODEL]).source == LOOKUP
+    assert policy.choose([LOOKUP, MODEL]).k == 8
+
+
+def test_heuristic_is_plus_two_minus_one_within_bounds():
+    policy = HeuristicPolicy(k=4, k_max=7)
+    for drafted, accepted, expected in [(4, 4, 6), (6, 6, 7), (7, 2, 6), (0, 0, 6), (6, 0, 5)]:
+        policy.observe(rnd(1, drafted, accepted), MODEL)
+        assert policy.choose([MODEL]) == Choice(expected, MODEL)
+    low = HeuristicPolicy(k=1, k_max=7)
+    low.observe(rnd(1, 1, 0), MODEL)
+    assert low.choose([MODEL]).k == 1
+
+
+def test_policies_by_name_and_speculation_spellings():
+    assert isinstance(make_policy("fixed", 3, 8), FixedPolicy) and make_policy("fixed", 3, 8).choose([LOOKUP]).k == 3
+    with pytest.raises(ValueError, match="unknown policy 'greedy'; choose one of fixed, heuristic, cost"):
+        make_policy("greedy", 3, 8)
+    assert Speculation(adaptive=True).policy == "heuristic" and Speculation(policy="heuristic").adaptive
+    assert Speculation(policy="cost").adaptive is False
+    for bad, message in [({"policy": "fast"}, "unknown policy 'fast'"), ({"policy": ["cost"]}, "unknown policy"),
+                         ({"adaptive": True, "policy": "cost"}, "cannot be combined")]:
+        with pytest.raises(ValueError, match=message):
+            Speculation(**bad)
+
+
+@pytest.fixture(scope="module")
+def models():
+    target = tiny_model("qwen2", seed=7)
+    return target, perturbed(target, 0.03)
+
+
+def repetitive(n=6):
+    return [5, 9, 14, 22, 9, 14, 30, 41] * 2 + list(range(50, 50 + n))
+
+
+class Scripted:
+    """A policy that replays a script of (k, source index) choices, cycling: it forces k = 0
+    rounds and switches between a hybrid's sources at set points."""
+
+    name = "scripted"
+
+    def __init__(self, script):
+        self.script, self.i = script, 0
+
+    def choose(self, sources):
+        k, which = self.script[self.i % len(self.script)]
+        self.i += 1
+        return Choice(k, sources[min(which, len(sources) - 1)])
+
+    def observe(self, round, source):
+        pass
+
+
+SCRIPT = [(3, 0), (0, 0), (2, 1), (5, 0), (0, 1), (1, 1), (4, 0)]
+
+
+@pytest.mark.parametrize("policy", ["fixed", "heuristic", "cost", "scripted"])
+def test_greedy_stays_identical_under_every_policy_and_drafter(models, policy):
+    target, draft = models
+    prompt = repetitive()
+    expected = [e.token for e in standard_decode(CachedModel(target), prompt, Sampling(), 60)]
+    drafters = [ModelDrafter(draft, target.vocab_size), PromptLookupDrafter(),
+                HybridDrafter(ModelDrafter(draft, target.vocab_size))]
+    seen_sources, plain_rounds = set(), 0
+    for drafter in drafters:
+        chosen = Scripted(SCRIPT) if policy == "scripted" else None
+        spec = Speculation(k=3, k_max=8, policy="fixed" if policy == "scripted" else policy)
+        rounds = list(speculative_decode(CachedModel(target), drafter, prompt, spec, Sampling(), 60, policy=chosen))
+        assert [t for r in rounds for t in r.tokens] == expected, (policy, drafter.name)
+        seen_sources |= {r.source for r in rounds if r.source}
+        plain_rounds += sum(r.k == 0 for r in rounds[:-1])
+    assert seen_sources == {MODEL, LOOKUP}
+    if policy == "scripted":
+        assert plain_rounds > 0  # k = 0 rounds really ran, mid-stream
+
+
+def test_hybrid_takes_lookup_where_it_matches_and_the_model_elsewhere(models):
+    target, draft = models
+    hybrid = HybridDrafter(ModelDrafter(draft, target.vocab_size))
+    assert hybrid.sources([1, 2, 3, 1, 2]) == (LOOKUP, MODEL)
+    assert hybrid.sources([1, 2, 3, 4, 5]) == (MODEL,)
+    draft_of = lambda ids, source=None: hybrid.propose(ids, 3, Sampling(), None, source).tokens  # noqa: E731
+    assert draft_of([1, 2, 3, 1, 2]) == [3, 1, 2]  # lookup first: it costs nothing
+    assert len(draft_of([1, 2, 3, 1, 2], MODEL)) == 3  # the policy may prefer the model
+    assert needs_draft_model("hybrid") and not needs_draft_model("prompt-lookup")
+    with pytest.raises(ValueError, match="the hybrid drafter needs a draft model"):
+        make_drafter("hybrid", None, 96)
+
+
+def test_pair_auto_picks_the_cost_policy_and_the_best_drafter(models):
+    target, draft = models
+    tok = word_tokenizer(96)
+    load = lambda m: loaded(m, tok)  # noqa: E731
+    request = Request("w3 w8 w20 w3 w8", 24, spec=Speculation(k=3, adaptive=True), raw=True)
+    with_draft, alone = Pair(load(target), load(draft)).auto(request), Pair(load(target)).auto(request)
+    assert (with_draft.drafter, with_draft.spec.policy, with_draft.spec.adaptive) == ("hybrid", "cost", False)
+    assert (alone.drafter, alone.spec.policy) == ("prompt-lookup", "cost")
+    assert with_draft.spec.k == 3 and with_draft.max_new_tokens == 24
