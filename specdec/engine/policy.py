@@ -95,11 +95,17 @@ class SourceCosts:
     def __post_init__(self) -> None:
         self.draft = Decayed(self.decay)
 
-    def alpha(self, position: int) -> float | None:
-        """P(position kept | all before kept), positions from 1; None when never tested."""
-        if position <= len(self.kept):
-            return self.kept[position - 1].mean
-        return None
+    def alpha(self, position: int, prior: tuple[float, float] | None = None) -> float | None:
+        """P(position kept | all before kept), positions from 1; None when never tested. With a
+        prior (mean, weight), the evidence is shrunk towards it as a Beta prior would: one lucky
+        round must not promise k = 16."""
+        if position > len(self.kept):
+            return None
+        kept = self.kept[position - 1]
+        if prior is None:
+            return kept.mean
+        mean, weight = prior
+        return (kept.total + mean * weight) / (kept.weight + weight)
 
     def observe(self, drafted: int, accepted: int, draft_seconds: float | None) -> None:
         """draft_seconds None: acceptance only (the round's timing is not to be learned from)."""
@@ -117,8 +123,8 @@ class CostModel:
     and acceptance. Round 0 carries both models' prefill and the first pass at each width carries
     one-time costs (kernel selection, allocator growth), so neither is learned from."""
 
-    def __init__(self, decay: float = 0.9, prior_alpha: float = 0.6):
-        self.decay, self.prior_alpha = decay, prior_alpha
+    def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
+        self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
         self.verify: dict[int, Decayed] = {}  # tokens in the target pass -> seconds
         self.seen_widths: set[int] = set()
         self.sources: dict[str, SourceCosts] = {}
@@ -142,12 +148,24 @@ class CostModel:
         self.seen_widths.add(width)
 
     def pass_seconds(self, width: int) -> float | None:
-        """v(width): measured, else the nearest measured width's (optimistic for wider passes, so
-        an unmeasured k gets tried and measured rather than assumed away)."""
-        known = {n: d.mean for n, d in self.verify.items() if d.mean is not None}
+        """v(width): measured; else read off the line between the measured widths around it, or
+        past the widest, the slope of the two widest (flat when only one width is known: optimistic,
+        so an unmeasured k gets tried and measured rather than assumed away)."""
+        known = sorted((n, d.mean) for n, d in self.verify.items() if d.mean is not None)
         if not known:
             return None
-        return known.get(width, known[min(known, key=lambda n: (abs(n - width), n))])
+        exact = dict(known)
+        if width in exact:
+            return exact[width]
+        below = [(n, v) for n, v in known if n < width]
+        above = [(n, v) for n, v in known if n > width]
+        if below and above:
+            (n0, v0), (n1, v1) = below[-1], above[0]
+        elif len(known) >= 2:
+            (n0, v0), (n1, v1) = known[-2:] if below else known[:2]
+        else:
+            return known[0][1]
+        return max(v0 + (v1 - v0) * (width - n0) / (n1 - n0), min(v for _, v in known) * 0.5)
 
     def expected_tokens(self, source: str, k: int) -> float:
         return self.expected_tokens_upto(source, k)[k]
@@ -157,7 +175,7 @@ class CostModel:
         position borrows the deepest tested one's alpha (or the prior)."""
         costs, out, survive, last = self.source(source), [1.0], 1.0, self.prior_alpha
         for i in range(1, k_max + 1):
-            alpha = costs.alpha(i)
+            alpha = costs.alpha(i, (self.prior_alpha, self.prior_weight))
             last = alpha if alpha is not None else last
             survive *= last
             out.append(out[-1] + survive)
@@ -183,7 +201,10 @@ class CostPolicy:
         plain = self.costs.pass_seconds(1) if 1 in self.costs.verify else None
         if plain is None:
             return Choice(0, sources[0], None, "measuring a plain decode step")
-        rates = {(s, k): rate for s in sources for k, rate in enumerate(self.rates(s)) if k > 0}
+        # A trust region: at most 2 beyond the widest pass measured, so an unmeasured width is
+        # explored one step at a time rather than bet on from an extrapolation.
+        reach = min(self.k_max, max(self.costs.seen_widths, default=1) + 1)
+        rates = {(s, k): rate for s in sources for k, rate in enumerate(self.rates(s)) if 0 < k <= reach}
         source, k = max(rates, key=lambda sk: (rates[sk], -sk[1]))
         plain_round = plain + (self.costs.overhead.mean or 0.0)  # plain decoding: 1 token per plain_round
         gain = rates[source, k] * plain_round

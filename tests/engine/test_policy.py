@@ -54,7 +54,7 @@ def test_cost_model_ignores_prefill_and_first_use_of_a_width():
 
 
 def test_acceptance_by_position_counts_only_tested_positions():
-    model = CostModel(decay=1.0)
+    model = CostModel(decay=1.0, prior_weight=0.0)
     for i, (m, n) in enumerate([(3, 3), (3, 1), (3, 0), (2, 2)]):
         model.observe(rnd(i + 1, m, n), MODEL)
     s = model.source(MODEL)
@@ -64,6 +64,27 @@ def test_acceptance_by_position_counts_only_tested_positions():
     assert s.alpha(4) is None
     assert model.expected_tokens(MODEL, 2) == pytest.approx(1 + 0.75 + 0.75 * 2 / 3)
     assert model.expected_tokens(MODEL, 5) == pytest.approx(1 + 0.75 + 0.5 + 0.5 + 0.5 + 0.5)
+
+
+def test_little_evidence_is_shrunk_towards_the_prior():
+    """One fully accepted round is no promise that 16 drafts will be: a Beta(1, 1)-like prior."""
+    model = CostModel(decay=1.0, prior_alpha=0.5, prior_weight=2.0)
+    model.observe(rnd(1, 4, 4), MODEL)
+    assert model.expected_tokens(MODEL, 1) == pytest.approx(1 + 2 / 3)
+    for i in range(200):
+        model.observe(rnd(2 + i, 4, 4), MODEL)
+    assert model.expected_tokens(MODEL, 1) > 1.99
+
+
+def test_unmeasured_widths_are_read_off_the_measured_ones():
+    model = CostModel(decay=1.0)
+    for width, seconds in [(1, 1.0), (3, 2.0), (5, 2.2)]:
+        for i in (1, 2):
+            model.observe(rnd(i, width - 1, 0, verify_s=seconds), MODEL)
+    assert model.pass_seconds(3) == 2.0  # measured
+    assert model.pass_seconds(2) == pytest.approx(1.5)  # between its neighbours
+    assert model.pass_seconds(4) == pytest.approx(2.1)  # a table, not one line: 3 -> 5 is flatter
+    assert model.pass_seconds(9) == pytest.approx(2.6)  # past the widest: the last slope
 
 
 def test_decay_follows_a_change_of_regime():
@@ -220,3 +241,9 @@ def test_pair_auto_picks_the_cost_policy_and_the_best_drafter(models):
     assert (with_draft.drafter, with_draft.spec.policy, with_draft.spec.adaptive) == ("hybrid", "cost", False)
     assert (alone.drafter, alone.spec.policy) == ("prompt-lookup", "cost")
     assert with_draft.spec.k == 3 and with_draft.max_new_tokens == 24
+
+
+def test_the_cost_policy_explores_wider_passes_a_step_at_a_time():
+    """Widths never run are not bet on: at most 2 drafts beyond the widest pass measured."""
+    policy = CostPolicy(k=2, k_max=16, costs=teach({1: 1.0, 3: 1.05}, c=0.01, alpha=0.99, depth=2))
+    assert policy.choose([MODEL]).k == 4
