@@ -19,6 +19,7 @@ import gradio as gr  # noqa: E402
 import space_config  # noqa: E402
 from specdec.engine.config import Sampling, Speculation  # noqa: E402
 from specdec.engine.drafters import DRAFTERS  # noqa: E402
+from specdec.engine.policy import POLICIES  # noqa: E402
 from specdec.engine.loaded import TokenizerMismatch  # noqa: E402
 from specdec.engine.pair import Request  # noqa: E402
 from specdec.playground import charts, presets, render  # noqa: E402
@@ -28,6 +29,7 @@ from specdec.playground.session import (  # noqa: E402
 from specdec.playground.store import (  # noqa: E402
     DEVICE_LOCK, LoadError, ModelStore, free_device_memory, is_out_of_memory, short)
 from specdec.playground.zerogpu import duration_seconds, gpu  # noqa: E402
+from specdec.serving import serving_config  # noqa: E402
 
 DEFAULT_PROMPT = ("Add type hints and a docstring to this function, and return the whole function:\n\n"
                   "def merge(a, b):\n    out = []\n    while a and b:\n"
@@ -43,7 +45,7 @@ LAUNCH = {"css": CSS, "theme": gr.themes.Soft(primary_hue="indigo"), "footer_lin
 
 def _titles(checked: Checked) -> tuple[str, str]:
     drafter = f"{checked.drafter} ← {checked.draft}" if checked.draft else checked.drafter
-    k = f"k={checked.k}{' adaptive' if checked.adaptive else ''}"
+    k = f"k={checked.k}" if checked.policy == "fixed" else f"k from {checked.k}, {checked.policy} policy"
     return f"Standard · {checked.target}", f"Speculative · {drafter} · {k}"
 
 
@@ -57,11 +59,15 @@ def _lanes(race: Race | None, titles: tuple[str, str], note: str = "") -> tuple[
 
 
 def _result(race: Race, checked: Checked, pair) -> dict:
-    """The JSON output: the CLI's stats keys, per-round drafted/accepted, and both lanes' text."""
-    return {**race.stats(), "finished": race.finished, "greedy": race.request.sampling.greedy,
-            "target": checked.target, "draft": checked.draft, "drafter": checked.drafter,
-            "device": str(pair.target.device), "dtype": str(pair.target.dtype).removeprefix("torch."),
-            "standard": race.standard.summary(), "speculative": race.speculative.summary()}
+    """The JSON output: the CLI's stats keys, per-round drafted/accepted, both lanes' text and, once
+    finished, the equivalent vLLM and SGLang configuration."""
+    stats = {**race.stats(), "finished": race.finished, "greedy": race.request.sampling.greedy,
+             "target": checked.target, "draft": checked.draft, "drafter": checked.drafter, "policy": checked.policy,
+             "device": str(pair.target.device), "dtype": str(pair.target.dtype).removeprefix("torch."),
+             "standard": race.standard.summary(), "speculative": race.speculative.summary()}
+    if race.finished:  # the measured setup as the serving flags that reproduce it
+        stats["serving"] = serving_config(stats, checked.drafter, checked.draft)
+    return stats
 
 
 def _full_frame(race: Race, checked: Checked, pair, titles, k_max: int, replay=gr.skip()) -> tuple:
@@ -83,6 +89,12 @@ def _user_error(error: Exception) -> gr.Error:
     return gr.Error(f"generation failed: {short(error)}")
 
 
+def auto_fields(draft: str | None) -> tuple[str, str, bool]:
+    """The Auto preset: the cost policy with the best drafter the fields allow (hybrid with a draft
+    model, prompt lookup without)."""
+    return ("hybrid" if draft and draft.strip() else "prompt-lookup"), "cost", False
+
+
 def request_duration(limits: Limits, store: ModelStore, *request) -> int:
     """ZeroGPU seconds for a raw /compare request (its arguments in API order).
 
@@ -99,16 +111,19 @@ def request_duration(limits: Limits, store: ModelStore, *request) -> int:
 def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
     owner: dict = {}  # pair key -> id of the run allowed to free it
 
-    def _duration(prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed) -> int:
+    def _duration(prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed,
+                  policy="fixed") -> int:
         return request_duration(limits, store, prompt, target, draft, drafter, k, adaptive_k, temperature, top_p,
-                                max_new_tokens, seed)
+                                max_new_tokens, seed, policy)
 
     @gpu(_duration)
-    def compare(prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed):
-        """Standard and speculative decoding of one prompt, streamed side by side."""
+    def compare(prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed,
+                policy="fixed"):
+        """Standard and speculative decoding of one prompt, streamed side by side. policy (last, optional):
+        fixed, heuristic (what adaptive_k turns on) or cost (k from measured acceptance and costs)."""
         try:
             checked = check_request(limits, prompt, target, draft, drafter, k, adaptive_k, temperature, top_p,
-                                    max_new_tokens, seed)
+                                    max_new_tokens, seed, policy)
         except InvalidInput as error:
             raise gr.Error(str(error)) from None
         titles = _titles(checked)
@@ -119,7 +134,7 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
             owner[key] = run_id
             request = Request(checked.prompt, checked.max_new_tokens,
                               Sampling(checked.temperature, 0, checked.top_p, checked.seed),
-                              Speculation(checked.k, checked.adaptive, k_max=limits.k_max), checked.drafter)
+                              Speculation(checked.k, k_max=limits.k_max, policy=checked.policy), checked.drafter)
             prompt_ids = pair.prompt_ids(request)
             check_prompt_tokens(len(prompt_ids), limits)
             yield from _race(pair, request, prompt_ids, checked, titles)
@@ -212,8 +227,9 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
         return preset.target, preset.draft, preset.drafter, f"{preset.note}.{status}"
 
     def limits_info() -> dict:
-        """The app's limits, drafters and presets, so clients can validate before sending."""
-        return {"limits": limits.as_dict(), "drafters": DRAFTERS, "public": limits.allowlist is not None,
+        """The app's limits, drafters, k policies and presets, so clients can validate before sending."""
+        return {"limits": limits.as_dict(), "drafters": DRAFTERS, "policies": POLICIES,
+                "public": limits.allowlist is not None,
                 "presets": [{"label": p.label, "target": p.target, "draft": p.draft, "drafter": p.drafter,
                              "available": p.available()} for p in presets.PRESETS],
                 "loaded": store.loaded()}
@@ -246,7 +262,12 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
                                           info="prompt-lookup needs no draft model")
             with gr.Column(scale=2):
                 k = gr.Slider(1, limits.k_max, value=4, step=1, label="k (tokens drafted per round)")
-                adaptive_k = gr.Checkbox(False, label="Adaptive k (+2 after a full accept, −1 after a rejection)")
+                with gr.Row():
+                    policy = gr.Dropdown(list(POLICIES), value="fixed", label="k policy", scale=3,
+                                         info="cost: k each round from measured α, c and verify cost; 0 = plain")
+                    auto = gr.Button("Auto", elem_id="auto", scale=1)
+                adaptive_k = gr.Checkbox(False, label="Adaptive k (the heuristic policy: +2 after a full accept, "
+                                                      "−1 after a rejection)")
                 temperature = gr.Slider(0.0, limits.temperature_max, value=0.0, step=0.05, label="Temperature (0 = greedy)")
                 top_p = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p")
                 with gr.Row():
@@ -276,7 +297,7 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
             stats_json = gr.JSON(label="stats")
         trace = gr.State(None)
 
-        inputs = [prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed]
+        inputs = [prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed, policy]
         outputs = [standard_lane, speculative_lane, stats_table, chart_rounds, chart_hist, chart_speedup,
                    chart_positions, stats_json, trace]
         # preprocess=False: values reach playground.limits raw, so out-of-range or NaN input gets a
@@ -287,6 +308,7 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
         stop.click(None, None, None, cancels=[run_event], api_visibility="private")
         replay_button.click(replay, [trace], [standard_lane, speculative_lane], api_name="replay",
                             concurrency_limit=4, show_progress="hidden")
+        auto.click(auto_fields, [draft], [drafter, policy, adaptive_k], api_visibility="private", queue=False)
         preset.change(preset_fields, [preset], [target, draft, drafter, preset_note], api_visibility="private",
                       queue=False)
         gr.api(limits_info, api_name="limits", concurrency_limit=None)

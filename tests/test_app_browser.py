@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from test_app_support import ROOT, launched
+from app_support import ROOT, launched
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

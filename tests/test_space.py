@@ -11,7 +11,7 @@ import pytest
 import yaml
 from huggingface_hub import SpaceHardware
 
-from test_app_support import ROOT
+from app_support import ROOT
 
 import space_config
 from specdec.playground import zerogpu

@@ -6,6 +6,7 @@ transformers' model.generate, assisted generation and prompt lookup. Writes resu
 measurement; finished cells are skipped on the next run), a Markdown report and plotly figures.
 
     python -m specdec bench --quick                      # a few minutes on CPU
+    python -m specdec bench --auto                       # auto on every category, against transformers' defaults
     python -m specdec bench                              # the full CPU grid (docs/BENCHMARKS.md)
     python -m specdec bench --target Qwen/Qwen2.5-7B-Instruct --draft Qwen/Qwen2.5-0.5B-Instruct --k 3,5
 """
@@ -26,7 +27,7 @@ from .figures import write_figures
 from .grid import SCHEDULES, Plan, Setup, expand, load_suite, needs_draft_model, runnable_drafters, setups_of
 from .lanes import Models, busiest, jobs_for, run_repeat, warm_up
 from .meters import OtherLoad, machine
-from .presets import full_plans, quick_plans
+from .presets import auto_plans, full_plans, quick_plans
 from .report import report
 from .stats import summarize_cell
 
@@ -43,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m specdec bench", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="the small grid (a few minutes on CPU)")
+    p.add_argument("--auto", action="store_true",
+                   help="the auto grid: the cost policy with the hybrid drafter (int8 draft) on every category "
+                        "of each setup, against standard decoding, generate() and transformers' assisted defaults")
     p.add_argument("--suite", default=None,
                    help="prompt JSONL with id, category, prompt (default: shared/prompts/bench.jsonl)")
     p.add_argument("--out", default="bench-results", help="folder for results.json and figures/")
@@ -84,10 +88,11 @@ def make_plans(args, suite) -> list[Plan]:
     if args.target:
         setup = Setup(args.name or args.target + (f"+{args.draft}" if args.draft else ""), args.target, args.draft,
                       args.draft_quantize)
-        base = quick_plans()[0] if args.quick else Plan(setup, per_category=1, ks=(2, 4, 6), repeats=3)
+        base = (auto_plans(suite, (setup,))[0] if args.auto else quick_plans()[0] if args.quick
+                else Plan(setup, per_category=1, ks=(2, 4, 6), repeats=3))
         plans = [dataclasses.replace(base, setup=setup)]
     else:
-        plans = quick_plans() if args.quick else full_plans(suite)
+        plans = auto_plans(suite) if args.auto else quick_plans() if args.quick else full_plans(suite)
     overrides = {name: value for name, value in (
         ("drafters", args.drafters), ("ks", args.k), ("schedules", args.schedules),
         ("temperatures", args.temperatures), ("max_new_tokens", args.max_new_tokens), ("repeats", args.repeats),

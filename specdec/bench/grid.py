@@ -13,7 +13,10 @@ from pathlib import Path
 
 from ..engine.drafters import DRAFTERS, needs_draft_model
 
-SCHEDULES = ("constant", "adaptive")  # adaptive = the engine's (and transformers') heuristic k schedule
+# How k moves, as the engine's policies: constant = "fixed", adaptive = "heuristic" (transformers'
+# +2/-1 schedule), cost = "cost" (k from measured acceptance and costs, 0 when speculation cannot pay).
+SCHEDULES = ("constant", "adaptive", "cost")
+POLICY_OF = {"constant": "fixed", "adaptive": "heuristic", "cost": "cost"}
 
 
 @dataclass(frozen=True)

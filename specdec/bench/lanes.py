@@ -14,14 +14,16 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
+from transformers import GenerationConfig
 
-from ..engine.pair import Pair, Request
 from ..engine.compare import summarize
 from ..engine.config import Sampling, Speculation
 from ..engine.drafters import make_drafter
 from ..engine.loaded import Loaded
-from .meters import Forwards, OtherLoad
+from ..engine.pair import Pair, Request
 from ..engine.timing import Clock
+from .grid import POLICY_OF
+from .meters import Forwards, OtherLoad
 
 STANDARD, SPECULATIVE, GENERATE = "standard", "speculative", "generate"
 
@@ -61,6 +63,15 @@ def _assisted(schedule: str, confidence: float | None = None) -> Callable[[Model
     return kwargs
 
 
+def _assisted_defaults(models: Models, k: int) -> dict:
+    """What `generate(assistant_model=draft)` gives a user who sets nothing else: transformers 5's
+    GenerationConfig defaults, restored before every call because the run writes back into them."""
+    config, defaults = models.draft.model.generation_config, GenerationConfig()
+    for name in ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold"):
+        setattr(config, name, getattr(defaults, name))
+    return {"assistant_model": models.draft.model}
+
+
 def _prompt_lookup(models: Models, k: int) -> dict:
     # Match our drafter's longest n-gram so both look for the same matches.
     ngram = getattr(make_drafter("prompt-lookup", None, 1), "max_ngram", 2)
@@ -76,6 +87,13 @@ PEERS: dict[tuple[str, str], tuple[Peer, ...]] = {
     ),
     ("draft-model", "adaptive"): (Peer("hf-assisted", "transformers assisted, heuristic k", _assisted("heuristic")),),
     ("prompt-lookup", "constant"): (Peer("hf-prompt-lookup", "transformers prompt lookup", _prompt_lookup),),
+    # auto: our cost policy against what transformers users actually run, and its best schedule.
+    ("hybrid", "cost"): (
+        Peer("hf-assisted-defaults", "transformers assisted with its defaults (20 tokens, constant, confidence "
+             "stop 0.4)", _assisted_defaults),
+        Peer("hf-assisted", "transformers assisted, heuristic k", _assisted("heuristic")),
+    ),
+    ("prompt-lookup", "cost"): (Peer("hf-prompt-lookup", "transformers prompt lookup", _prompt_lookup),),
 }
 
 
@@ -86,7 +104,7 @@ def peers_for(drafter: str, schedule: str) -> tuple[Peer, ...]:
 def make_request(prompt: str, max_new_tokens: int, temperature: float, seed: int, drafter: str = "prompt-lookup",
                  k: int = 4, schedule: str = "constant") -> Request:
     return Request(prompt, max_new_tokens, Sampling(temperature=temperature, seed=seed),
-                   Speculation(k=k, adaptive=schedule == "adaptive"), drafter)
+                   Speculation(k=k, policy=POLICY_OF[schedule]), drafter)
 
 
 def lane_record(token_ids: list[int], seconds: float, reference: list[int] | None,

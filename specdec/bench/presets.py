@@ -5,12 +5,23 @@ from .grid import SCHEDULES, Plan, Setup
 
 SMOLLM = Setup("smollm2-135m", "embedded", draft="embedded", draft_quantize="int8")  # int8 copy drafts for itself
 QWEN = Setup("qwen-coder-1.5b+0.5b", "qwen-coder-1.5b", draft="qwen-coder-0.5b")
+# auto's setup on CPU: the int8 draft, which transformers' peers get too, so int8 is not the win.
+QWEN_INT8 = Setup("qwen-coder-1.5b+0.5b-int8", "qwen-coder-1.5b", draft="qwen-coder-0.5b", draft_quantize="int8")
+
+
+def auto_plans(suite, setups=(SMOLLM, QWEN_INT8), per_category: int = 1, max_new_tokens: int = 64,
+               repeats: int = 2) -> list[Plan]:
+    """auto (the cost policy with the hybrid drafter, an int8 draft on CPU) on every category of
+    each setup, against standard decoding, model.generate and transformers' assisted defaults."""
+    return [Plan(setup, per_category=per_category, drafters=("hybrid",), schedules=("cost",),
+                 max_new_tokens=max_new_tokens, repeats=repeats) for setup in setups]
 
 
 def quick_plans() -> list[Plan]:
     """One prompt per category, k=4, greedy, one repeat, every drafter: a smoke test of the whole
     pipeline with real numbers, in a few minutes on a laptop CPU."""
-    return [Plan(SMOLLM, per_category=1, ks=(4,), max_new_tokens=64, repeats=1)]
+    return [Plan(SMOLLM, per_category=1, ks=(4,), max_new_tokens=64, repeats=1),
+            Plan(SMOLLM, per_category=1, drafters=("hybrid",), schedules=("cost",), max_new_tokens=64, repeats=1)]
 
 
 def full_plans(suite) -> list[Plan]:
@@ -32,4 +43,5 @@ def full_plans(suite) -> list[Plan]:
         Plan(SMOLLM, per_category=1, ks=(2, 4, 6), **smol),
         Plan(SMOLLM, per_category=1, schedules=("adaptive",), **smol),
         Plan(SMOLLM, prompts=pick("code", "explain", "creative"), temperatures=(0.8,), **smol),
+        *auto_plans(suite),
     ]

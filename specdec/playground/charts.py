@@ -50,6 +50,9 @@ def tokens_per_round(rounds: list[RoundEvent], alpha: float | None) -> go.Figure
         # Each round's own draft length (adaptive k, or prompt lookup proposing fewer) sets its τ.
         fig.add_scatter(x=x, y=[tau(alpha, len(r.drafted)) for r in rounds], mode="lines", name="τ(α̂, k)",
                         line=dict(color=THEORY, dash="dash", shape="hvh"))
+    if any(r.k != rounds[0].k for r in rounds):  # a policy moved k: show what each round asked for
+        fig.add_scatter(x=x, y=[r.k for r in rounds], mode="markers", name="k chosen",
+                        marker=dict(color="#111827", symbol="line-ew-open", size=14, line=dict(width=2)))
     fig.update_layout(barmode="stack", bargap=0.15)
     return fig
 
@@ -79,8 +82,9 @@ def accepted_histogram(rounds: list[RoundEvent], alpha: float | None) -> go.Figu
 
 
 def speedup_vs_k(alpha: float | None, c: float | None, verify_cost: float | None, k: float,
-                 measured: float | None, k_max: int) -> go.Figure:
-    """Expected speedup τ(α̂, k)/(k·c + v) over k, with the measured run as a point."""
+                 measured: float | None, k_max: int, settled: float | None = None) -> go.Figure:
+    """Expected speedup τ(α̂, k)/(k·c + v) over k, with the measured run as a point and the k the
+    policy settled on as a vertical line."""
     fig = _figure("Expected speedup vs k (measured α̂, c)", "k (tokens drafted per round)", "speedup ×")
     if alpha is None:
         return _waiting(fig)
@@ -95,6 +99,9 @@ def speedup_vs_k(alpha: float | None, c: float | None, verify_cost: float | None
         fig.add_scatter(x=[k], y=[measured], mode="markers", name="measured",
                         marker=dict(color="#ea580c", size=13, symbol="diamond"))
     fig.add_hline(y=1.0, line=dict(color="#9ca3af", width=1))
+    if settled is not None:
+        fig.add_vline(x=settled, line=dict(color="#ea580c", dash="dot", width=1),
+                      annotation_text=f"policy settled on k = {settled:g}", annotation_position="top")
     return fig
 
 
@@ -120,6 +127,7 @@ def all_charts(rounds: list[RoundEvent], stats: dict, k_max: int) -> tuple[go.Fi
     return (
         tokens_per_round(rounds, alpha),
         accepted_histogram(rounds, alpha),
-        speedup_vs_k(alpha, stats.get("c"), stats.get("verify_cost"), k_point, stats.get("speedup"), k_max),
+        speedup_vs_k(alpha, stats.get("c"), stats.get("verify_cost"), k_point, stats.get("speedup"), k_max,
+                     stats.get("k_settled")),
         position_acceptance(stats.get("position_acceptance") or [], alpha),
     )

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..engine.drafters import DRAFTERS
+from ..engine.drafters import DRAFTERS, needs_draft_model
+from ..engine.policy import POLICIES
 
 OFFLINE_NAMES = ("embedded", "qwen-coder-1.5b", "qwen-coder-0.5b")
 # A Hub repo id: an optional namespace, then a name; letters, digits, '-', '_', '.'; no '..'.
@@ -50,6 +51,7 @@ class Checked:
     drafter: str
     k: int
     adaptive: bool
+    policy: str
     temperature: float
     top_p: float
     max_new_tokens: int
@@ -161,24 +163,29 @@ def check_remote_code(role: str, folder: Path, limits: Limits) -> None:
 
 
 def check_request(limits: Limits, prompt, target, draft, drafter, k, adaptive, temperature, top_p,
-                  max_new_tokens, seed) -> Checked:
+                  max_new_tokens, seed, policy="fixed") -> Checked:
     """All checks that need no model, in the order of the API's arguments."""
     prompt = check_prompt(prompt, limits)
     if not isinstance(drafter, str) or drafter not in DRAFTERS:  # a list or dict is not even hashable
         raise InvalidInput(f"unknown drafter {_brief(drafter)}; choose one of {', '.join(DRAFTERS)}")
     target = check_model("target", target, limits)
     _text("draft model", draft)  # even where the drafter ignores it
-    needs_draft = drafter == "draft-model"
+    needs_draft = needs_draft_model(drafter)
     if needs_draft and not (draft and draft.strip()):
-        raise InvalidInput("the draft-model drafter needs a draft model; pick one, or use prompt-lookup, "
+        raise InvalidInput(f"the {drafter} drafter needs a draft model; pick one, or use prompt-lookup, "
                            "which needs none")
     draft = check_model("draft", draft, limits) if needs_draft else None
     if not isinstance(adaptive, bool):
         raise InvalidInput(f"adaptive_k must be true or false, got {_brief(adaptive)}")
+    if not isinstance(policy, str) or policy not in POLICIES:
+        raise InvalidInput(f"unknown policy {_brief(policy)}; choose one of {', '.join(POLICIES)}")
+    if adaptive and policy == "cost":
+        raise InvalidInput("adaptive_k is the heuristic policy; it cannot be combined with policy 'cost'")
     return Checked(
         prompt=prompt, target=target, draft=draft, drafter=drafter,
         k=_number("k", k, 1, limits.k_max, integer=True),
-        adaptive=adaptive,
+        adaptive=adaptive or policy == "heuristic",
+        policy="heuristic" if adaptive else policy,
         temperature=_number("temperature", temperature, 0.0, limits.temperature_max, integer=False),
         top_p=_number("top_p", top_p, 0.0, 1.0, integer=False, low_open=True),
         max_new_tokens=_number("max_new_tokens", max_new_tokens, 1, limits.max_new_tokens, integer=True),

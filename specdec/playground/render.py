@@ -88,11 +88,28 @@ def stats_rows(stats: dict, standard: dict, speculative: dict, greedy: bool, fin
         ["c (draft cost ratio)", _fmt(stats["c"]), "seconds per drafted token ÷ seconds per target step"],
         ["verify cost", _fmt(stats["verify_cost"], 2), "a (k+1)-token verify pass, in target steps"],
     ]
+    rows.insert(0, ["did speculation pay?", stats.get("verdict", "not measured yet").split(":")[0],
+                    stats.get("verdict", "")])
+    rows.insert(1, ["policy", stats.get("policy", "fixed"), _policy_note(stats)])
+    serving = stats.get("serving") if finished else None
+    if serving and serving.get("vllm"):
+        rows.append(["vLLM", serving["vllm"]["flag"], serving["note"]])
+        rows.append(["SGLang", serving["sglang"]["flag"], "compare: " + ", ".join(
+            serving["metrics"]["vllm"][:1] + serving["metrics"]["sglang"])])
+    elif serving:
+        rows.append(["serving", "no speculation", serving["advice"]])
     if greedy and finished and "identical" in stats:
         rows.append(["outputs identical", _identical(stats),
                      "greedy: speculative must equal standard, unless the target's top two logits tie "
                      "within its dtype's rounding"])
     return rows
+
+
+def _policy_note(stats: dict) -> str:
+    """The k it settled on, and where the drafts came from."""
+    settled = stats.get("k_settled")
+    sources = ", ".join(f"{n} rounds from {s}" for s, n in (stats.get("sources") or {}).items())
+    return f"settled on k = {_fmt(settled)} (median of the second half)" + (f"; {sources}" if sources else "")
 
 
 def _identical(stats: dict) -> str:

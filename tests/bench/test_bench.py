@@ -9,11 +9,11 @@ from transformers import PreTrainedTokenizerFast
 
 from conftest import perturbed, tiny_model
 from specdec.bench import cli as bench
-from specdec.bench.grid import Cell, Plan, Prompt, Setup, expand, load_suite, needs_draft_model, select_prompts
+from specdec.bench.grid import Cell, Plan, Prompt, Setup, expand, load_suite, select_prompts
 from specdec.bench.lanes import Job, lane_record, rotated
 from specdec.bench.report import report
 from specdec.bench.stats import differences, goals, spread, summarize_cell, table_rows
-from specdec.engine.drafters import DRAFTERS
+from specdec.engine.drafters import DRAFTERS, needs_draft_model
 from specdec.engine.stats import tau
 
 WORDS = ["<s>", "</s>", "<pad>", "<unk>"] + [f"w{i}" for i in range(4, 96)]
@@ -153,7 +153,8 @@ def test_grid_expansion_merges_groups_and_skips_drafters_without_a_model():
     assert needs_draft_model("draft-model") and not needs_draft_model("prompt-lookup")
     groups = expand([Plan(alone, per_category=1, ks=(2, 4)), Plan(alone, prompts=("a1",), ks=(6,), repeats=5)], suite)
     assert [(g.prompt.id, g.repeats) for g in groups] == [("a1", 5), ("b1", 3)]
-    assert {c.drafter for g in groups for c in g.cells} == set(DRAFTERS) - {"draft-model"}
+    assert {c.drafter for g in groups for c in g.cells} == {d for d in DRAFTERS if not needs_draft_model(d)}
+    assert {"draft-model", "hybrid"} <= {d for d in DRAFTERS if needs_draft_model(d)}
     assert sorted(c.k for c in groups[0].cells) == [2, 4, 6]
     assert [p.id for p in select_prompts(Plan(alone, prompts=("b1", "a2")), suite)] == ["b1", "a2"]
     with pytest.raises(ValueError, match="unknown schedule"):

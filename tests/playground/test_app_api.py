@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 import torch
 
-from test_app_support import args, client, launched, make_folders
+from app_support import args, client, launched, make_folders
 from gradio_client.exceptions import AppError
 
 import app
@@ -119,10 +119,13 @@ def test_sampled_runs_are_seeded(api, folders):
     ({"target": "./no/such/folder"}, "no such model folder or .gguf file"),
     ({"target": "/etc/passwd"}, "no such model folder or .gguf file"),
     ({"drafter": "draft-model", "draft": ""}, "needs a draft model"),
+    ({"drafter": "hybrid", "draft": ""}, "the hybrid drafter needs a draft model"),
+    ({"policy": "fastest"}, "unknown policy 'fastest'; choose one of fixed, heuristic, cost"),
+    ({"policy": "cost", "adaptive": True}, "cannot be combined with policy 'cost'"),
 ])
 def test_bad_input_gets_a_clear_error_naming_the_limit(api, folders, changes, message):
     values = dict(zip(["prompt", "target", "draft", "drafter", "k", "adaptive", "temperature", "top_p",
-                       "max_new_tokens", "seed"], args(PROMPT, folders["target"])))
+                       "max_new_tokens", "seed", "policy"], args(PROMPT, folders["target"])))
     values.update(changes)
     with pytest.raises(AppError, match=None) as error:
         api.predict(*values.values(), api_name="/compare")
@@ -159,7 +162,7 @@ JUNK_PAYLOADS = [
 def test_junk_of_any_type_gets_a_clear_error_and_the_server_keeps_serving(server, folders, api):
     for changes, message in JUNK_PAYLOADS:
         values = dict(zip(["prompt", "target", "draft", "drafter", "k", "adaptive", "temperature", "top_p",
-                           "max_new_tokens", "seed"], args(PROMPT, folders["target"])))
+                           "max_new_tokens", "seed", "policy"], args(PROMPT, folders["target"])))
         stream = raw_compare(server[0], list({**values, **changes}.values()))
         assert "event: error" in stream and message in stream, (changes, stream[-300:])
     assert api.predict(*args(PROMPT, folders["target"], max_new_tokens=4), api_name="/compare")[7]["finished"]
@@ -266,5 +269,27 @@ def test_replay_before_any_run_says_so(server):
 def test_limits_endpoint_lists_limits_drafters_and_presets(api):
     info = api.predict(api_name="/limits")
     assert info["limits"]["max_new_tokens"] == 48 and info["public"] is False
-    assert set(info["drafters"]) == {"draft-model", "prompt-lookup"}
+    assert set(info["drafters"]) == {"draft-model", "prompt-lookup", "hybrid"}
+    assert list(info["policies"]) == ["fixed", "heuristic", "cost"] and "plain" in info["policies"]["cost"]
     assert info["presets"][0]["target"] == "embedded"
+
+
+def test_a_ten_argument_call_from_before_the_policy_still_works(api, folders):
+    """policy is the optional last argument: gradio_client callers written before it get "fixed"."""
+    stats = api.predict(*args(PROMPT, folders["target"], max_new_tokens=8)[:10], api_name="/compare")[7]
+    assert stats["finished"] and stats["policy"] == "fixed" and set(stats["k_per_round"]) <= {4, 3, 2, 1, 0}
+
+
+def test_cost_policy_with_the_hybrid_drafter_reports_why_and_how_to_serve_it(api, folders):
+    result = api.predict(*args(PROMPT, folders["target"], folders["draft"], "hybrid", k=3, max_new_tokens=32,
+                               policy="cost"), api_name="/compare")
+    stats = result[7]
+    assert stats["identical"] is True and stats["policy"] == "cost" and stats["drafter"] == "hybrid"
+    assert stats["verdict"].startswith(("speculation paid", "speculation did not pay"))
+    assert set(stats["sources"]) <= {"draft-model", "prompt-lookup"} and stats["sources"]
+    serving = stats["serving"]
+    assert "not on your server" in serving["note"] and "spec_accept_length" in serving["metrics"]["sglang"]
+    if serving["vllm"]:
+        assert serving["vllm"]["speculative_config"]["num_speculative_tokens"] == serving["k"] >= 1
+    rows = {row[0]: row for row in result[2]["data"]}
+    assert rows["policy"][1] == "cost" and "did speculation pay?" in rows

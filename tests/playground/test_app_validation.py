@@ -12,7 +12,7 @@ import gradio as gr
 import pytest
 import torch
 
-from test_app_support import TEST_LIMITS, tiny_tokenizer, with_limits
+from app_support import TEST_LIMITS, tiny_tokenizer, with_limits
 from conftest import perturbed, tiny_model
 
 import space_config
@@ -29,7 +29,7 @@ from specdec.playground.store import LoadError, ModelStore
 from specdec.playground.zerogpu import duration_seconds
 
 GOOD = dict(prompt="hello", target="embedded", draft="", drafter="prompt-lookup", k=4, adaptive=False,
-            temperature=0.0, top_p=1.0, max_new_tokens=16, seed=0)
+            temperature=0.0, top_p=1.0, max_new_tokens=16, seed=0, policy="fixed")
 
 
 def check(limits=TEST_LIMITS, **changes):
@@ -523,3 +523,19 @@ def test_speedup_chart_follows_the_formula_and_marks_the_run():
 def test_charts_wait_for_rounds():
     for fig in charts.all_charts([], {"alpha": None, "k": 4, "position_acceptance": []}, 8):
         assert fig.layout.annotations[0].text == "waiting for rounds…"
+
+
+def test_policy_is_checked_and_adaptive_k_is_its_heuristic_spelling():
+    assert check(policy="cost").policy == "cost" and not check(policy="cost").adaptive
+    assert check(adaptive=True).policy == "heuristic" and check(policy="heuristic").adaptive
+    for bad in ("fastest", None, ["cost"], 3):
+        with pytest.raises(InvalidInput, match="unknown policy"):
+            check(policy=bad)
+    with pytest.raises(InvalidInput, match="adaptive_k is the heuristic policy"):
+        check(policy="cost", adaptive=True)
+
+
+def test_auto_fields_pick_the_best_drafter_the_fields_allow():
+    import app
+    assert app.auto_fields("qwen-coder-0.5b") == ("hybrid", "cost", False)
+    assert app.auto_fields("  ") == ("prompt-lookup", "cost", False) == app.auto_fields(None)

@@ -94,9 +94,9 @@ def client(url: str):
 
 
 def args(prompt: str, target: str, draft: str = "", drafter: str = "prompt-lookup", k=4, adaptive=False,
-         temperature=0.0, top_p=1.0, max_new_tokens=24, seed=0) -> list:
+         temperature=0.0, top_p=1.0, max_new_tokens=24, seed=0, policy="fixed") -> list:
     """/compare's arguments in their documented order."""
-    return [prompt, target, draft, drafter, k, adaptive, temperature, top_p, max_new_tokens, seed]
+    return [prompt, target, draft, drafter, k, adaptive, temperature, top_p, max_new_tokens, seed, policy]
 
 
 def with_limits(**changes) -> Limits:
