@@ -14,6 +14,7 @@ verified by the same rule.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
@@ -107,6 +108,15 @@ class SourceCosts:
         mean, weight = prior
         return (kept.total + mean * weight) / (kept.weight + weight)
 
+    def cautious_alpha(self, position: int, prior: tuple[float, float], z: float) -> float | None:
+        """The prior-shrunk alpha less z standard errors: speculation is bet on only once the
+        evidence says it pays, so a few lucky rounds cannot make the policy lose to plain decoding."""
+        alpha = self.alpha(position, prior)
+        if alpha is None:
+            return None
+        n = self.kept[position - 1].weight + prior[1]
+        return max(0.0, alpha - z * math.sqrt(alpha * (1 - alpha) / n))
+
     def observe(self, drafted: int, accepted: int, draft_seconds: float | None) -> None:
         """draft_seconds None: acceptance only (the round's timing is not to be learned from)."""
         if drafted and draft_seconds is not None:
@@ -123,8 +133,10 @@ class CostModel:
     and acceptance. Round 0 carries both models' prefill and the first pass at each width carries
     one-time costs (kernel selection, allocator growth), so neither is learned from."""
 
-    def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
+    def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0,
+                 caution: float = 1.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
+        self.caution = caution  # standard errors taken off each alpha before E(k) is computed
         self.verify: dict[int, Decayed] = {}  # tokens in the target pass -> seconds
         self.seen_widths: set[int] = set()
         self.sources: dict[str, SourceCosts] = {}
@@ -159,23 +171,27 @@ class CostModel:
             return exact[width]
         below = [(n, v) for n, v in known if n < width]
         above = [(n, v) for n, v in known if n > width]
-        if below and above:
+        if below and above:  # between two measured widths: on the line joining them
             (n0, v0), (n1, v1) = below[-1], above[0]
-        elif len(known) >= 2:
-            (n0, v0), (n1, v1) = known[-2:] if below else known[:2]
-        else:
+            return v0 + (v1 - v0) * (width - n0) / (n1 - n0)
+        if not below:  # narrower than any measured: no cheaper than the narrowest
             return known[0][1]
-        return max(v0 + (v1 - v0) * (width - n0) / (n1 - n0), min(v for _, v in known) * 0.5)
+        # Wider than any measured: the last slope, never negative (a wider pass is never assumed
+        # cheaper than a narrower one measured; noise can make two widths look that way).
+        (n0, v0), (n1, v1) = known[-2:] if len(known) >= 2 else (known[-1], known[-1])
+        slope = max(0.0, (v1 - v0) / (n1 - n0)) if n1 != n0 else 0.0
+        return v1 + slope * (width - n1)
 
     def expected_tokens(self, source: str, k: int) -> float:
         return self.expected_tokens_upto(source, k)[k]
 
     def expected_tokens_upto(self, source: str, k_max: int) -> list[float]:
-        """[E(0), ..., E(k_max)], E(k) = 1 + sum_{i<=k} prod_{j<=i} alpha_j, in one pass. An untested
-        position borrows the deepest tested one's alpha (or the prior)."""
+        """[E(0), ..., E(k_max)], E(k) = 1 + sum_{i<=k} prod_{j<=i} alpha_j, in one pass, with each
+        alpha_j taken cautiously (see cautious_alpha). An untested position borrows the deepest
+        tested one's alpha (or the prior)."""
         costs, out, survive, last = self.source(source), [1.0], 1.0, self.prior_alpha
         for i in range(1, k_max + 1):
-            alpha = costs.alpha(i, (self.prior_alpha, self.prior_weight))
+            alpha = costs.cautious_alpha(i, (self.prior_alpha, self.prior_weight), self.caution)
             last = alpha if alpha is not None else last
             survive *= last
             out.append(out[-1] + survive)
@@ -183,15 +199,20 @@ class CostModel:
 
 
 class CostPolicy:
-    """argmax over (source, k) of E(k) / T(k), k in [0, k_max], with a probe out of k = 0 now and then."""
+    """argmax over (source, k) of E(k) / T(k), k in [0, k_max], with a probe out of k = 0 now and then.
+
+    A probe (k = 1) costs a draft and a wider pass, so probes back off: the probe_every-th round
+    out of drafting probes, and each probe that does not win drafting back doubles that gap, up to
+    max_gap. Drafting again resets it."""
 
     name = "cost"
 
-    def __init__(self, k: int, k_max: int, costs: CostModel | None = None, probe_every: int = 8):
+    def __init__(self, k: int, k_max: int, costs: CostModel | None = None, probe_every: int = 8,
+                 max_gap: int = 64):
         self.k_start, self.k_max = k, k_max
         self.costs = costs or CostModel()
-        self.probe_every = probe_every
-        self.plain_streak = 0
+        self.probe_every, self.max_gap = probe_every, max_gap
+        self.gap, self.plain_streak = probe_every, 0
 
     def choose(self, sources: Sequence[str]) -> Choice:
         # Learn before judging: each source's draft cost, then the plain step's pass time.
@@ -210,11 +231,12 @@ class CostPolicy:
         gain = rates[source, k] * plain_round
         if gain <= 1.0:
             self.plain_streak += 1
-            if self.plain_streak % self.probe_every == 0:
+            if self.plain_streak >= self.gap:
+                self.plain_streak, self.gap = 0, min(2 * self.gap, self.max_gap)
                 return Choice(1, source, rates[source, 1] * plain_round,
                               f"probing {source} with k=1: acceptance may have changed")
             return Choice(0, source, 1.0, f"plain decoding: the best draft ({source}, k={k}) would be {gain:.2f}x")
-        self.plain_streak = 0
+        self.plain_streak, self.gap = 0, self.probe_every
         return Choice(k, source, gain, f"{source}, k={k}: expected {gain:.2f}x plain decoding")
 
     def rates(self, source: str) -> list[float]:

@@ -54,7 +54,7 @@ def test_cost_model_ignores_prefill_and_first_use_of_a_width():
 
 
 def test_acceptance_by_position_counts_only_tested_positions():
-    model = CostModel(decay=1.0, prior_weight=0.0)
+    model = CostModel(decay=1.0, prior_weight=0.0, caution=0.0)
     for i, (m, n) in enumerate([(3, 3), (3, 1), (3, 0), (2, 2)]):
         model.observe(rnd(i + 1, m, n), MODEL)
     s = model.source(MODEL)
@@ -68,12 +68,23 @@ def test_acceptance_by_position_counts_only_tested_positions():
 
 def test_little_evidence_is_shrunk_towards_the_prior():
     """One fully accepted round is no promise that 16 drafts will be: a Beta(1, 1)-like prior."""
-    model = CostModel(decay=1.0, prior_alpha=0.5, prior_weight=2.0)
+    model = CostModel(decay=1.0, prior_alpha=0.5, prior_weight=2.0, caution=0.0)
     model.observe(rnd(1, 4, 4), MODEL)
     assert model.expected_tokens(MODEL, 1) == pytest.approx(1 + 2 / 3)
     for i in range(200):
         model.observe(rnd(2 + i, 4, 4), MODEL)
     assert model.expected_tokens(MODEL, 1) > 1.99
+
+
+def test_caution_takes_standard_errors_off_thin_evidence_only():
+    """Two rounds at 50% promise little; two hundred at 50% promise about what they show."""
+    thin, thick = CostModel(decay=1.0), CostModel(decay=1.0)
+    for i, accepted in enumerate([1, 0]):
+        thin.observe(rnd(1 + i, 1, accepted), MODEL)
+    for i in range(200):
+        thick.observe(rnd(1 + i, 1, i % 2), MODEL)
+    assert thin.expected_tokens(MODEL, 1) == pytest.approx(1.5 - 0.5 / 2)  # 0.5 less sqrt(0.25 / 4)
+    assert thick.expected_tokens(MODEL, 1) == pytest.approx(1.5 - (0.25 / 202) ** 0.5)
 
 
 def test_unmeasured_widths_are_read_off_the_measured_ones():
@@ -85,6 +96,9 @@ def test_unmeasured_widths_are_read_off_the_measured_ones():
     assert model.pass_seconds(2) == pytest.approx(1.5)  # between its neighbours
     assert model.pass_seconds(4) == pytest.approx(2.1)  # a table, not one line: 3 -> 5 is flatter
     assert model.pass_seconds(9) == pytest.approx(2.6)  # past the widest: the last slope
+    for i in (3, 4):  # noise makes width 7 look cheaper than 5: wider passes still cost no less
+        model.observe(rnd(i, 6, 0, verify_s=1.9), MODEL)
+    assert model.pass_seconds(11) == pytest.approx(1.9)
 
 
 def test_decay_follows_a_change_of_regime():
@@ -107,8 +121,9 @@ def test_cost_policy_drafts_deep_when_drafts_are_cheap_and_good():
 def test_cost_policy_falls_back_to_plain_decoding_and_probes_its_way_back():
     v = {n: 1.0 + 0.5 * (n - 1) for n in range(1, 10)}
     policy = CostPolicy(k=4, k_max=8, costs=teach(v, c=0.6, alpha=0.3, depth=4, decay=0.9), probe_every=4)
-    choices = [policy.choose([MODEL]) for _ in range(8)]
-    assert [c.k for c in choices] == [0, 0, 0, 1, 0, 0, 0, 1]
+    choices = [policy.choose([MODEL]) for _ in range(12)]
+    # The 4th round out of drafting probes; that changed nothing, so the next probe is the 8th.
+    assert [c.k for c in choices[:12]] == [0, 0, 0, 1] + [0] * 7 + [1]
     assert "plain decoding" in choices[0].reason and "probing" in choices[3].reason
     assert choices[0].gain == 1.0 and choices[3].gain < 1.0
     # The probes bring news: the text turned easy and the draft cheap, and the policy drafts again.
