@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen = sub.add_parser("generate", help="standard then speculative decoding of one prompt, with statistics")
     add_model_args(gen)
     gen.add_argument("--prompt", required=True)
-    gen.add_argument("--k", type=int, default=4, help="tokens drafted per round (the cost policy's first k)")
+    gen.add_argument("--k", type=int, default=4, help="tokens drafted per round; where the heuristic starts (the cost policy picks its own)")
     gen.add_argument("--policy", default=None, choices=list(POLICIES),
                      help="how k is chosen each round: " + "; ".join(f"{n}: {d}" for n, d in POLICIES.items()))
     gen.add_argument("--adaptive-k", action="store_true", help="the same as --policy heuristic")

@@ -13,6 +13,7 @@ from .lanes import GENERATE, SPECULATIVE, STANDARD
 from ..engine.stats import expected_tokens, position_acceptance, predicted_speedup_rounds
 
 EFFICIENCY_GOAL = 0.9
+AUTO_FLOOR, AUTO_CODE_GOAL, AUTO_CODE_GOAL_INT8 = 0.97, 1.3, 1.15  # issue 9's goals for auto
 CODE_GOAL = 1.2
 
 
@@ -247,6 +248,7 @@ def goals(summaries: list[dict]) -> list[dict]:
         if code and peer.startswith("hf-assisted"):
             out.append({"goal": f"speculative >= {CODE_GOAL}x {peer} on code prompts ({setup})",
                         "met": _ge(median(code), CODE_GOAL), "value": median(code), "detail": {"cells": len(code)}})
+    out += auto_goals(summaries)
     eligible = [s for s in summaries if s["predicted_speedup"] is not None and s["predicted_speedup"] > 1.0]
     for setup, cells in _group(eligible, ("setup",)).items():
         low = [s for s in cells if s["efficiency"] is not None and s["efficiency"] < EFFICIENCY_GOAL]
@@ -256,6 +258,29 @@ def goals(summaries: list[dict]) -> list[dict]:
                                "median_verify_cost": median(s["verify_cost"] for s in cells),
                                "median_efficiency_with_verify_cost": median(
                                    s["efficiency_with_verify_cost"] for s in cells)}})
+    return out
+
+
+def auto_goals(summaries: list[dict]) -> list[dict]:
+    """auto (the cost schedule) never loses to standard decoding, and on code beats the best of
+    transformers' assisted settings (by less when transformers gets the same int8 draft)."""
+    out = []
+    auto = [s for s in summaries if s["schedule"] == "cost" and s["speedup"]]
+    for setup, cells in _group(auto, ("setup",)).items():
+        by_category = {c: median(s["speedup"]["median"] for s in cells if s["category"] == c)
+                       for c in sorted({s["category"] for s in cells})}
+        worst = min(by_category.values())
+        out.append({"goal": f"auto >= {AUTO_FLOOR}x standard on every category ({setup[0]})",
+                    "met": _ge(worst, AUTO_FLOOR), "value": worst,
+                    "detail": {"by_category": {c: round(v, 3) for c, v in by_category.items()}}})
+        best_peer = [min(v["median"] for p, v in s["vs_peer"].items() if v and p.startswith("hf-assisted"))
+                     for s in cells if s["category"].startswith("code")
+                     and any(v and p.startswith("hf-assisted") for p, v in s["vs_peer"].items())]
+        if best_peer:
+            goal = AUTO_CODE_GOAL_INT8 if "int8" in setup[0] else AUTO_CODE_GOAL
+            out.append({"goal": f"auto >= {goal}x the best transformers assisted setting on code ({setup[0]})",
+                        "met": _ge(median(best_peer), goal), "value": median(best_peer),
+                        "detail": {"cells": len(best_peer)}})
     return out
 
 

@@ -41,7 +41,7 @@ class Speculation:
     """How far to draft. The policy picks each round's k (see engine.policy): "fixed" drafts k every
     round; "heuristic" is transformers' schedule, +2 after a fully accepted round and -1 after a
     rejection, within [1, k_max]; "cost" picks the k in [0, k_max] with the most expected tokens per
-    second, starting from k. adaptive=True is the older spelling of policy="heuristic"."""
+    second, whatever k is. adaptive=True is the older spelling of policy="heuristic"."""
 
     k: int = 4
     adaptive: bool = False

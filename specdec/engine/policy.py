@@ -207,9 +207,8 @@ class CostPolicy:
 
     name = "cost"
 
-    def __init__(self, k: int, k_max: int, costs: CostModel | None = None, probe_every: int = 8,
-                 max_gap: int = 64):
-        self.k_start, self.k_max = k, k_max
+    def __init__(self, k_max: int, costs: CostModel | None = None, probe_every: int = 8, max_gap: int = 64):
+        self.k_max = k_max
         self.costs = costs or CostModel()
         self.probe_every, self.max_gap = probe_every, max_gap
         self.gap, self.plain_streak = probe_every, 0
@@ -218,7 +217,9 @@ class CostPolicy:
         # Learn before judging: each source's draft cost, then the plain step's pass time.
         unmeasured = [s for s in sources if self.costs.source(s).draft.mean is None]
         if unmeasured:
-            return Choice(self.k_start, unmeasured[0], None, f"measuring {unmeasured[0]}'s draft cost")
+            # One draft token measures the cost per token as well as k would, and wastes the least
+            # when it is rejected; the trust region then widens k as far as the numbers pay.
+            return Choice(1, unmeasured[0], None, f"measuring {unmeasured[0]}'s draft cost")
         plain = self.costs.pass_seconds(1) if 1 in self.costs.verify else None
         if plain is None:
             return Choice(0, sources[0], None, "measuring a plain decode step")
@@ -263,7 +264,7 @@ class Policy(Protocol):
 def make_policy(name: str, k: int, k_max: int, costs: CostModel | None = None) -> Policy:
     """A fresh policy; costs carries a cost model over from earlier runs of the same pair and device."""
     factories = {"fixed": lambda: FixedPolicy(k), "heuristic": lambda: HeuristicPolicy(k, k_max),
-                 "cost": lambda: CostPolicy(k, k_max, costs)}
+                 "cost": lambda: CostPolicy(k_max, costs)}
     if name not in factories:
         raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(factories)}")
     return factories[name]()

@@ -223,3 +223,17 @@ def test_report_states_misses_with_numbers(tmp_path):
     text = report(results, summaries, {}, tmp_path / "report.md", notes="Hand-written analysis.")
     assert "**missed**" in text and "Why the missed goals were missed" in text
     assert "measured it costs 1.50 steps" in text and "## Analysis" in text
+
+
+def test_auto_goals_judge_the_worst_category_and_the_best_peer():
+    """auto: never below 0.97x standard in any category; on code, against the best assisted setting."""
+    cells = [cell_record("code", spec=(14.0, 14.0), peer=(10.0, 10.0), schedule="cost"),  # 1.4x, 1.4x peer
+             cell_record("explain", spec=(9.5, 9.7), schedule="cost"),  # 0.95x, 0.97x standard: median 0.96
+             cell_record("code", spec=(20.0, 20.0), peer=(10.0, 10.0))]  # not auto: ignored
+    summaries = [summarize_cell(c) for c in cells]
+    found = {g["goal"]: g for g in goals(summaries)}
+    floor = found["auto >= 0.97x standard on every category (s)"]
+    assert floor["met"] is False and floor["value"] == pytest.approx(0.96)
+    assert floor["detail"]["by_category"] == {"code": 1.4, "explain": 0.96}
+    code = found["auto >= 1.3x the best transformers assisted setting on code (s)"]
+    assert code["met"] is True and code["value"] == pytest.approx(1.4)

@@ -113,14 +113,14 @@ def test_decay_follows_a_change_of_regime():
 
 def test_cost_policy_drafts_deep_when_drafts_are_cheap_and_good():
     v = {n: 1.0 + 0.05 * (n - 1) for n in range(1, 18)}
-    policy = CostPolicy(k=4, k_max=16, costs=teach(v, c=0.05, alpha=0.95, depth=8))
+    policy = CostPolicy(k_max=16, costs=teach(v, c=0.05, alpha=0.95, depth=8))
     choice = policy.choose([MODEL])
     assert choice.k >= 8 and choice.gain > 2 and choice.source == MODEL and f"k={choice.k}" in choice.reason
 
 
 def test_cost_policy_falls_back_to_plain_decoding_and_probes_its_way_back():
     v = {n: 1.0 + 0.5 * (n - 1) for n in range(1, 10)}
-    policy = CostPolicy(k=4, k_max=8, costs=teach(v, c=0.6, alpha=0.3, depth=4, decay=0.9), probe_every=4)
+    policy = CostPolicy(k_max=8, costs=teach(v, c=0.6, alpha=0.3, depth=4, decay=0.9), probe_every=4)
     choices = [policy.choose([MODEL]) for _ in range(12)]
     # The 4th round out of drafting probes; that changed nothing, so the next probe is the 8th.
     assert [c.k for c in choices[:12]] == [0, 0, 0, 1] + [0] * 7 + [1]
@@ -135,14 +135,14 @@ def test_cost_policy_falls_back_to_plain_decoding_and_probes_its_way_back():
 def test_cost_policy_reads_the_verify_table_not_a_line():
     """On the 2-core CPU a 5-token pass can cost less than a 3-token one; the policy must see that."""
     v = {1: 1.0, 2: 1.7, 3: 2.1, 4: 1.55, 5: 1.6, 6: 2.4, 7: 2.6, 8: 2.8, 9: 3.0}
-    policy = CostPolicy(k=2, k_max=8, costs=teach(v, c=0.1, alpha=0.8, depth=8))
+    policy = CostPolicy(k_max=8, costs=teach(v, c=0.1, alpha=0.8, depth=8))
     assert policy.choose([MODEL]).k == 4
 
 
 def test_cost_policy_measures_before_it_trusts():
-    policy = CostPolicy(k=3, k_max=8)
+    policy = CostPolicy(k_max=8)
     first = policy.choose([LOOKUP, MODEL])
-    assert (first.k, first.source, first.gain) == (3, LOOKUP, None) and "measuring" in first.reason
+    assert (first.k, first.source, first.gain) == (1, LOOKUP, None) and "measuring" in first.reason
     costs = policy.costs
     for source in (LOOKUP, MODEL):
         costs.observe(rnd(1, 3, 1, draft_s=0.3), source)
@@ -155,7 +155,7 @@ def test_sources_are_judged_on_their_own_evidence():
     costs = teach(v, c=0.3, alpha=0.2, depth=4, source=MODEL)
     for i in range(40):  # lookup: free and always right on this (repetitive) text
         costs.observe(rnd(10 + i, 8, 8, draft_s=0.0, verify_s=v[9]), LOOKUP)
-    policy = CostPolicy(k=4, k_max=8, costs=costs)
+    policy = CostPolicy(k_max=8, costs=costs)
     assert policy.choose([MODEL]).k == 0
     assert policy.choose([LOOKUP, MODEL]).source == LOOKUP
     assert policy.choose([LOOKUP, MODEL]).k == 8
@@ -260,5 +260,5 @@ def test_pair_auto_picks_the_cost_policy_and_the_best_drafter(models):
 
 def test_the_cost_policy_explores_wider_passes_a_step_at_a_time():
     """Widths never run are not bet on: at most 2 drafts beyond the widest pass measured."""
-    policy = CostPolicy(k=2, k_max=16, costs=teach({1: 1.0, 3: 1.05}, c=0.01, alpha=0.99, depth=2))
+    policy = CostPolicy(k_max=16, costs=teach({1: 1.0, 3: 1.05}, c=0.01, alpha=0.99, depth=2))
     assert policy.choose([MODEL]).k == 4
