@@ -66,7 +66,7 @@ def _goals(summaries: list[dict]) -> list[str]:
         rows.append([g["goal"], verdict(g["met"]), fmt(g["value"], 3), _detail(g["detail"])])
         if g["met"] is False:
             why += _explain(g, summaries)
-    lines = ["## Goals", "", *table(["goal (issue #4)", "verdict", "median", "detail"], rows), ""]
+    lines = ["## Goals", "", *table(["goal (issues #4, #9)", "verdict", "median", "detail"], rows), ""]
     if why:
         lines += ["Why the missed goals were missed, with the numbers that show it:", "", *why, ""]
     return lines

@@ -107,6 +107,7 @@ def speculative_decode(
             gain=choice.gain,
             reason=choice.reason,
             policy_seconds=chosen_at - start,
+            catch_up=draft.catch_up,
         )
         yield event
         if finished:

@@ -42,6 +42,7 @@ class RoundEvent:
     gain: float | None = None  # the policy's expected tokens/s for this k over plain decoding's
     reason: str = ""  # why the policy chose this k
     policy_seconds: float = 0.0  # the part of draft_seconds spent choosing k
+    catch_up: int = 0  # committed tokens the draft model read before drafting (see Draft.catch_up)
 
     @property
     def seconds(self) -> float:

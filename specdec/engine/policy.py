@@ -1,16 +1,19 @@
 """How far to draft each round: a fixed k, transformers' +2/-1 heuristic, or a cost-aware choice.
 
-The cost-aware policy keeps an online cost model per drafter source and picks, each round, the k that
-maximises expected tokens per second:
+The cost-aware policy keeps an online cost model per pair, device and drafter source, and picks
+each round the (source, k) with the most expected tokens per second:
 
-    E(k) = 1 + sum_{i<=k} prod_{j<=i} alpha_j        (alpha_j: P(position j kept | positions before it were))
-    T(k) = k c + v(k + 1)                            (c: seconds per drafted token; v(n): a target pass over n)
+    E(k) = 1 + sum_{i<=k} prod_{j<=i} alpha_j    (alpha_j: P(position j kept | positions before it were))
+    T(k) = k c + v(k + 1) + o                    (c: seconds per drafted token; v(n): a target pass over
+                                                  n tokens; o: the round's own overhead)
 
-k = 0 is a plain decode step, E(0) / T(0) = 1 / v(1), and wins whenever no k beats it. Unlike one
-alpha, position-wise alpha_j follows a draft whose agreement falls with depth; unlike a straight
-line, the table v(n) follows a device on which verifying 5 tokens can cost less than verifying 3.
-Exactness does not depend on any of this: k is chosen from the past only, and every round is
-verified by the same rule.
+k = 0 is a plain decode step, E(0) / T(0) = 1 / (v(1) + o), and wins whenever no k beats it.
+Position-wise alpha_j follows a draft whose agreement falls with depth; the table v(n) follows a
+device on which verifying 5 tokens can cost less than verifying 3. To never lose to plain decoding
+it bets only on evidence: alpha_j is shrunk towards a prior and taken one standard error low, k
+grows at most 2 beyond the widest pass it has measured, and out of drafting it probes with k = 1
+at a backing-off rate. Exactness does not depend on any of this: k is chosen from past rounds only,
+and every round is verified by the same rule.
 """
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
 from .events import RoundEvent
+
+CATCH_UP_LIMIT = 8  # committed tokens a draft may read first and still count as a steady round
 
 POLICIES = {
     "fixed": "draft k tokens every round",
@@ -150,7 +155,10 @@ class CostModel:
         # draft_seconds includes the policy's own choosing; the draft is charged only its proposing,
         # and the choosing, paid by every round alike, is kept apart as an overhead per round.
         proposing = round.draft_seconds - round.policy_seconds
-        self.source(source).observe(len(round.drafted), round.accepted, None if prefill else proposing)
+        # A draft model that first reads a long stretch it sat out (or the whole prompt) pays a
+        # prefill, not its cost per token: learning c from it would price the model out for good.
+        steady = not prefill and round.catch_up <= CATCH_UP_LIMIT
+        self.source(source).observe(len(round.drafted), round.accepted, proposing if steady else None)
         if prefill:
             return
         self.overhead.add(round.policy_seconds)
@@ -161,8 +169,7 @@ class CostModel:
 
     def pass_seconds(self, width: int) -> float | None:
         """v(width): measured; else read off the line between the measured widths around it, or
-        past the widest, the slope of the two widest (flat when only one width is known: optimistic,
-        so an unmeasured k gets tried and measured rather than assumed away)."""
+        past the widest, the widest's."""
         known = sorted((n, d.mean) for n, d in self.verify.items() if d.mean is not None)
         if not known:
             return None
@@ -176,24 +183,30 @@ class CostModel:
             return v0 + (v1 - v0) * (width - n0) / (n1 - n0)
         if not below:  # narrower than any measured: no cheaper than the narrowest
             return known[0][1]
-        # Wider than any measured: the last slope, never negative (a wider pass is never assumed
-        # cheaper than a narrower one measured; noise can make two widths look that way).
-        (n0, v0), (n1, v1) = known[-2:] if len(known) >= 2 else (known[-1], known[-1])
-        slope = max(0.0, (v1 - v0) / (n1 - n0)) if n1 != n0 else 0.0
-        return v1 + slope * (width - n1)
+        # Wider than any measured: as the widest. Optimistic on purpose (on a CPU the step from 1
+        # to 2 tokens can cost a whole decode step and the next ones little), so an unmeasured
+        # width gets tried; the trust region keeps each try within 2 of what was measured.
+        return known[-1][1]
 
     def expected_tokens(self, source: str, k: int) -> float:
         return self.expected_tokens_upto(source, k)[k]
 
-    def expected_tokens_upto(self, source: str, k_max: int) -> list[float]:
-        """[E(0), ..., E(k_max)], E(k) = 1 + sum_{i<=k} prod_{j<=i} alpha_j, in one pass, with each
-        alpha_j taken cautiously (see cautious_alpha). An untested position borrows the deepest
-        tested one's alpha (or the prior)."""
-        costs, out, survive, last = self.source(source), [1.0], 1.0, self.prior_alpha
+    def expected_tokens_upto(self, source: str, k_max: int, cautious: bool = True) -> list[float]:
+        """[E(0), ..., E(k_max)], E(k) = 1 + sum_{i<=k} prod_{j<=i} alpha_j, in one pass.
+
+        Each alpha_j is shrunk towards the position before it (towards prior_alpha for the first):
+        deep positions are tested least, and a draft that agrees at position 1 mostly agrees
+        further on, so thin evidence there borrows from the better-measured position above it.
+        Cautious: each alpha_j is then taken one standard error low (see cautious_alpha). An
+        untested position takes the one above's."""
+        costs, out, survive = self.source(source), [1.0], 1.0
+        prior, used = self.prior_alpha, self.prior_alpha
+        z = self.caution if cautious else 0.0
         for i in range(1, k_max + 1):
-            alpha = costs.cautious_alpha(i, (self.prior_alpha, self.prior_weight), self.caution)
-            last = alpha if alpha is not None else last
-            survive *= last
+            if i <= len(costs.kept):
+                used = costs.cautious_alpha(i, (prior, self.prior_weight), z)
+                prior = costs.alpha(i, (prior, self.prior_weight))
+            survive *= used
             out.append(out[-1] + survive)
         return out
 
@@ -201,9 +214,10 @@ class CostModel:
 class CostPolicy:
     """argmax over (source, k) of E(k) / T(k), k in [0, k_max], with a probe out of k = 0 now and then.
 
-    A probe (k = 1) costs a draft and a wider pass, so probes back off: the probe_every-th round
-    out of drafting probes, and each probe that does not win drafting back doubles that gap, up to
-    max_gap. Drafting again resets it."""
+    A probe costs a draft and a wider pass, so probes back off: the probe_every-th round out of
+    drafting probes, and each probe that does not win drafting back doubles that gap, up to
+    max_gap. A probe drafts the k the evidence favours when taken at face value (k = 1 when even
+    that does not pay); a fully accepted probe is followed by another at once."""
 
     name = "cost"
 
@@ -212,6 +226,7 @@ class CostPolicy:
         self.costs = costs or CostModel()
         self.probe_every, self.max_gap = probe_every, max_gap
         self.gap, self.plain_streak = probe_every, 0
+        self.probing = False  # the last choice was a probe
 
     def choose(self, sources: Sequence[str]) -> Choice:
         # Learn before judging: each source's draft cost, then the plain step's pass time.
@@ -226,29 +241,46 @@ class CostPolicy:
         # A trust region: at most 2 beyond the widest pass measured, so an unmeasured width is
         # explored one step at a time rather than bet on from an extrapolation.
         reach = min(self.k_max, max(self.costs.seen_widths, default=1) + 1)
-        rates = {(s, k): rate for s in sources for k, rate in enumerate(self.rates(s)) if 0 < k <= reach}
-        source, k = max(rates, key=lambda sk: (rates[sk], -sk[1]))
         plain_round = plain + (self.costs.overhead.mean or 0.0)  # plain decoding: 1 token per plain_round
-        gain = rates[source, k] * plain_round
+        source, k, gain = self.best(sources, reach, plain_round, cautious=True)
         if gain <= 1.0:
             self.plain_streak += 1
             if self.plain_streak >= self.gap:
+                # A probe bets on the evidence as it stands (no caution), so a pair whose
+                # acceptance is high but thinly measured gets the rounds that prove it.
                 self.plain_streak, self.gap = 0, min(2 * self.gap, self.max_gap)
-                return Choice(1, source, rates[source, 1] * plain_round,
-                              f"probing {source} with k=1: acceptance may have changed")
+                source, k, hope = self.best(sources, reach, plain_round, cautious=False)
+                k = k if hope > 1.0 else 1
+                self.probing = True
+                return Choice(k, source, hope, f"probing {source} with k={k}: expected {hope:.2f}x "
+                                               "on the evidence so far, unproven")
             return Choice(0, source, 1.0, f"plain decoding: the best draft ({source}, k={k}) would be {gain:.2f}x")
         self.plain_streak, self.gap = 0, self.probe_every
+        self.probing = False
         return Choice(k, source, gain, f"{source}, k={k}: expected {gain:.2f}x plain decoding")
 
-    def rates(self, source: str) -> list[float]:
+    def best(self, sources: Sequence[str], reach: int, plain_round: float, cautious: bool) -> tuple[str, int, float]:
+        """The (source, k in 1..reach) with the most expected tokens per second, and its gain over
+        plain decoding."""
+        rates = {(s, k): rate for s in sources for k, rate in enumerate(self.rates(s, cautious)) if 0 < k <= reach}
+        source, k = max(rates, key=lambda sk: (rates[sk], -sk[1]))
+        return source, k, rates[source, k] * plain_round
+
+    def rates(self, source: str, cautious: bool = True) -> list[float]:
         """Expected tokens per second of drafting k = 0..k_max from source: E(k) / T(k), with
         T(k) = k c + v(k + 1) + the per-round overhead every round pays, plain ones included."""
         draft, overhead = self.costs.source(source).draft.mean, self.costs.overhead.mean or 0.0
-        expected = self.costs.expected_tokens_upto(source, self.k_max)
+        expected = self.costs.expected_tokens_upto(source, self.k_max, cautious)
         return [e / (k * draft + self.costs.pass_seconds(k + 1) + overhead) for k, e in enumerate(expected)]
 
     def observe(self, round: RoundEvent, source: str) -> None:
         self.costs.observe(round, source)
+        if self.probing and round.drafted and round.accepted == len(round.drafted):
+            # The probe was right all the way: probe again next round, at the gap it started from,
+            # until the evidence is thick enough for the cautious estimate to draft on its own.
+            self.gap = self.probe_every
+            self.plain_streak = self.gap - 1
+        self.probing = False
 
 
 class Policy(Protocol):

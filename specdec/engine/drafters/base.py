@@ -21,6 +21,9 @@ class Draft:
     # A greedy model draft's logits [len(tokens), V_target]: not part of the rule (its q is one-hot),
     # kept so the analytic acceptance can be measured after the timed window.
     logits: torch.Tensor | None = None
+    # Committed tokens a model drafter had to read before drafting: 1-2 when it drafted the round
+    # before, the whole prompt on its first round, more after rounds it sat out.
+    catch_up: int = 0
 
 
 class Drafter(Protocol):

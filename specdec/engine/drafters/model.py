@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from ..config import Sampling
-from ..kvcache import CachedModel
+from ..kvcache import CachedModel, common_prefix
 from ..sampling import probs_from_logits, sample_from, uniforms
 from .base import Draft, check_draft_reads, fit_vocab
 
@@ -28,6 +28,7 @@ class ModelDrafter:
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None) -> Draft:
+        catch_up = len(ids) - common_prefix(self.draft.ids, ids)
         tokens: list[int] = []
         rows = []  # greedy: logits; sampled: the q each token was drawn from
         for _ in range(k):
@@ -43,7 +44,9 @@ class ModelDrafter:
         if not rows:
             return Draft([], None)
         stacked = torch.stack(rows)
-        return Draft(tokens, None, stacked) if sampling.greedy else Draft(tokens, stacked)
+        if sampling.greedy:
+            return Draft(tokens, None, stacked, catch_up=catch_up)
+        return Draft(tokens, stacked, catch_up=catch_up)
 
     def _unsure(self, row: torch.Tensor, token: int, greedy: bool) -> bool:
         """An unsure draft token is likely rejected, and every token after it is then wasted work.
