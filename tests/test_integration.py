@@ -69,7 +69,7 @@ def test_cli_generate_json():
         capture_output=True, text=True, timeout=300, check=True,
     )
     result = json.loads(out.stdout)
-    assert set(result) == {"standard", "speculative", "stats"}
+    assert set(result) == {"standard", "speculative", "stats", "serving"}
     for lane in ("standard", "speculative"):
         assert {"token_ids", "text", "seconds", "tokens_per_s"} <= set(result[lane])
     assert result["speculative"]["rounds"] and {"drafted", "accepted"} <= set(result["speculative"]["rounds"][0])
@@ -77,3 +77,7 @@ def test_cli_generate_json():
     assert {"alpha", "tau", "k", "speedup", "predicted_speedup", "identical"} <= set(stats)
     assert stats["identical"] is True and stats["k"] == 4
     assert result["standard"]["token_ids"] == result["speculative"]["token_ids"]
+    assert {"k_per_round", "k_settled", "verdict", "sources"} <= set(stats)
+    assert set(stats["k_per_round"]) <= {4, 3, 2, 1, 0}  # fixed k, clipped only by the budget
+    serving = result["serving"]  # prompt lookup serves as vLLM's and SGLang's n-gram method, or not at all
+    assert serving["vllm"] is None or serving["vllm"]["speculative_config"]["method"] == "ngram"
