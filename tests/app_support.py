@@ -6,6 +6,7 @@ import contextlib
 import json
 import random
 import sys
+import types
 from dataclasses import replace
 from pathlib import Path
 
@@ -101,3 +102,19 @@ def args(prompt: str, target: str, draft: str = "", drafter: str = "prompt-looku
 
 def with_limits(**changes) -> Limits:
     return replace(TEST_LIMITS, **changes)
+
+
+def fake_spaces(asked: list) -> types.ModuleType:
+    """spaces.GPU as ZeroGPU calls it: duration(*args) first, to size the lease, then the function."""
+    spaces = types.ModuleType("spaces")
+
+    def GPU(duration):
+        def decorate(fn):
+            def wrapper(*args, **kwargs):
+                asked.append(duration(*args, **kwargs))
+                return fn(*args, **kwargs)
+            return wrapper
+        return decorate
+
+    spaces.GPU = GPU
+    return spaces

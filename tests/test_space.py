@@ -5,13 +5,12 @@ from __future__ import annotations
 import inspect
 import re
 import sys
-import types
 
 import pytest
 import yaml
 from huggingface_hub import SpaceHardware
 
-from app_support import ROOT
+from app_support import ROOT, fake_spaces
 
 import space_config
 from specdec.playground import zerogpu
@@ -96,17 +95,7 @@ def test_zerogpu_is_a_no_op_without_spaces(monkeypatch):
 
 def test_zerogpu_asks_for_a_duration_derived_from_the_request(monkeypatch):
     asked = []
-    fake = types.ModuleType("spaces")
-
-    def GPU(duration):  # the real decorator calls duration(*args) per call to size the GPU lease
-        def decorate(fn):
-            def wrapper(*args, **kwargs):
-                asked.append(duration(*args, **kwargs))
-                return fn(*args, **kwargs)
-            return wrapper
-        return decorate
-
-    fake.GPU = GPU
+    fake = fake_spaces(asked)  # the real decorator calls duration(*args) per call to size the lease
     monkeypatch.setitem(sys.modules, "spaces", fake)
     settings = space_config.ZERO_GPU
 

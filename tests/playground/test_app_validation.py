@@ -6,13 +6,12 @@ import json
 import math
 import re
 import sys
-import types
 
 import gradio as gr
 import pytest
 import torch
 
-from app_support import TEST_LIMITS, tiny_tokenizer, with_limits
+from app_support import TEST_LIMITS, fake_spaces, tiny_tokenizer, with_limits
 from conftest import perturbed, tiny_model
 
 import space_config
@@ -120,22 +119,6 @@ def test_zerogpu_duration_gives_junk_the_minimum_and_never_raises(value, needs_l
 
 def test_zerogpu_duration_of_a_count_too_large_for_its_seconds_is_the_maximum():
     assert duration_seconds(1e308, False, ZERO_GPU) == ZERO_GPU["max_seconds"]
-
-
-def fake_spaces(asked: list) -> types.ModuleType:
-    """spaces.GPU as ZeroGPU calls it: duration(*args) first, to size the lease, then the function."""
-    spaces = types.ModuleType("spaces")
-
-    def GPU(duration):
-        def decorate(fn):
-            def wrapper(*args, **kwargs):
-                asked.append(duration(*args, **kwargs))
-                return fn(*args, **kwargs)
-            return wrapper
-        return decorate
-
-    spaces.GPU = GPU
-    return spaces
 
 
 @pytest.fixture()
