@@ -18,7 +18,7 @@ import gradio as gr  # noqa: E402
 
 import space_config  # noqa: E402
 from specdec.engine.config import Sampling, Speculation  # noqa: E402
-from specdec.engine.drafters import DRAFTERS  # noqa: E402
+from specdec.engine.drafters import DRAFTERS, best_drafter  # noqa: E402
 from specdec.engine.policy import POLICIES  # noqa: E402
 from specdec.engine.loaded import TokenizerMismatch  # noqa: E402
 from specdec.engine.pair import Request  # noqa: E402
@@ -92,7 +92,7 @@ def _user_error(error: Exception) -> gr.Error:
 def auto_fields(draft: str | None) -> tuple[str, str, bool]:
     """The Auto preset: the cost policy with the best drafter the fields allow (hybrid with a draft
     model, prompt lookup without)."""
-    return ("hybrid" if draft and draft.strip() else "prompt-lookup"), "cost", False
+    return best_drafter(bool(draft and draft.strip())), "cost", False
 
 
 def request_duration(limits: Limits, store: ModelStore, *request) -> int:

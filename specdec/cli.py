@@ -6,7 +6,7 @@ import json
 import sys
 
 from .engine.config import Sampling, Speculation
-from .engine.drafters import DRAFTERS, needs_draft_model
+from .engine.drafters import DRAFTERS, best_drafter, needs_draft_model
 from .engine.policy import POLICIES
 from .serving import serving_config
 
@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen = sub.add_parser("generate", help="standard then speculative decoding of one prompt, with statistics")
     add_model_args(gen)
     gen.add_argument("--prompt", required=True)
-    gen.add_argument("--k", type=int, default=4, help="tokens drafted per round; where the heuristic starts (the cost policy picks its own)")
+    gen.add_argument("--k", type=int, default=4,
+                     help="tokens drafted per round; where the heuristic starts (the cost policy picks its own)")
     gen.add_argument("--policy", default=None, choices=list(POLICIES),
                      help="how k is chosen each round: " + "; ".join(f"{n}: {d}" for n, d in POLICIES.items()))
     gen.add_argument("--adaptive-k", action="store_true", help="the same as --policy heuristic")
@@ -65,8 +66,8 @@ def load_pair(args, log=None):
     auto = getattr(args, "auto", False)
     if auto and args.drafter:
         raise SystemExit("--auto picks the drafter itself; drop --drafter")
-    default = ("hybrid" if auto else "draft-model") if args.draft else "prompt-lookup"
-    drafter = args.drafter or default
+    drafter = args.drafter or (best_drafter(bool(args.draft)) if auto else
+                               "draft-model" if args.draft else "prompt-lookup")
     target = load_model(args.target, args.device, args.dtype, args.trust_remote_code, log=log)
     draft = None
     if needs_draft_model(drafter):

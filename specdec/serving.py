@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 
+from .engine.drafters import PromptLookupDrafter
 
-def serving_config(stats: dict, drafter: str, draft_model: str | None, lookup_ngram: tuple[int, int] = (1, 3)) -> dict:
+
+def serving_config(stats: dict, drafter: str, draft_model: str | None) -> dict:
     """vLLM's --speculative-config and SGLang's flags for the setup this run measured, with the
     metrics that correspond to its acceptance figures. k is the one the run settled on; a run that
     settled on k = 0 recommends serving without speculation."""
@@ -28,8 +30,9 @@ def serving_config(stats: dict, drafter: str, draft_model: str | None, lookup_ng
         out.update(vllm=None, sglang=None, advice="speculation did not pay on this run: serve without it")
         return out
     if method == "ngram":
-        low, high = lookup_ngram
-        vllm = {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_min": low, "prompt_lookup_max": high}
+        lookup = PromptLookupDrafter()  # the n-gram range the run itself matched with
+        vllm = {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_min": lookup.min_ngram,
+                "prompt_lookup_max": lookup.max_ngram}
         sglang = ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", str(k + 1)]
     else:
         vllm = {"method": "draft_model", "model": draft_model, "num_speculative_tokens": k}

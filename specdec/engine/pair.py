@@ -7,7 +7,7 @@ from typing import Iterator
 
 from .config import Sampling, Speculation
 from .decoding import speculative_decode, standard_decode
-from .drafters import check_draft_reads, make_drafter
+from .drafters import best_drafter, check_draft_reads, make_drafter
 from .events import RoundEvent, TokenEvent
 from .kvcache import CachedModel, common_prefix, new_cache, output_width
 from .loaded import Loaded, check_tokenizers
@@ -53,8 +53,8 @@ class Pair:
     def auto(self, request: Request) -> Request:
         """The best setup this pair has: the cost policy, with the hybrid drafter when there is a draft
         model and prompt lookup when not (the policy falls back to plain decoding where neither pays)."""
-        drafter = "hybrid" if self.draft else "prompt-lookup"
-        return replace(request, drafter=drafter, spec=replace(request.spec, policy="cost", adaptive=False))
+        spec = replace(request.spec, policy="cost", adaptive=False)
+        return replace(request, drafter=best_drafter(self.draft is not None), spec=spec)
 
     def prompt_ids(self, request: Request) -> list[int]:
         ids = encode_prompt(self.tokenizer, request.prompt, raw=request.raw)

@@ -117,7 +117,7 @@ class Race:
             stats["divergence"] = self.divergence
         stats["drafted"] = [len(r.drafted) for r in self.rounds]
         stats["accepted"] = [r.accepted for r in self.rounds]
-        stats["round_k"] = [r.k for r in self.rounds]
+        stats["round_k"] = stats["k_per_round"]  # the name the API had first
         return stats
 
     @cached_property

@@ -11,7 +11,7 @@ from .lookup import PromptLookupDrafter
 from .model import ModelDrafter
 
 __all__ = ["DRAFTERS", "Draft", "Drafter", "HybridDrafter", "ModelDrafter", "PromptLookupDrafter", "check_draft_reads",
-           "fit_vocab", "make_drafter", "needs_draft_model"]
+           "best_drafter", "fit_vocab", "make_drafter", "needs_draft_model"]
 
 
 DRAFTERS: dict[str, str] = {
@@ -32,6 +32,12 @@ def make_drafter(name: str, draft_model: torch.nn.Module | None, target_vocab_si
     if name not in factories:
         raise ValueError(f"unknown drafter {name!r}; choose one of {sorted(factories)}")
     return factories[name]()
+
+
+def best_drafter(has_draft_model: bool) -> str:
+    """auto's drafter: hybrid when there is a draft model (the policy weighs both sources), else
+    prompt lookup (and plain decoding wherever neither pays)."""
+    return "hybrid" if has_draft_model else "prompt-lookup"
 
 
 def needs_draft_model(name: str) -> bool:
