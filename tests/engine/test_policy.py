@@ -194,9 +194,9 @@ def test_policies_by_name_and_speculation_spellings():
             Speculation(**bad)
 
 
-@pytest.fixture(scope="module")
-def models():
-    target = tiny_model("qwen2", seed=7)
+@pytest.fixture(scope="module", params=["llama", "qwen2"])
+def models(request):
+    target = tiny_model(request.param, seed=7)
     return target, perturbed(target, 0.03)
 
 
@@ -227,11 +227,13 @@ SCRIPT = [(3, 0), (0, 0), (2, 1), (5, 0), (0, 1), (1, 1), (4, 0)]
 
 @pytest.mark.parametrize("policy", ["fixed", "heuristic", "cost", "scripted"])
 def test_greedy_stays_identical_under_every_policy_and_drafter(models, policy):
-    target, draft = models
+    target, close = models
+    far = perturbed(target, 0.3, seed=5)  # mostly rejected: the policies' other regime
     prompt = repetitive()
     expected = [e.token for e in standard_decode(CachedModel(target), prompt, Sampling(), 60)]
-    drafters = [ModelDrafter(draft, target.vocab_size), PromptLookupDrafter(),
-                HybridDrafter(ModelDrafter(draft, target.vocab_size))]
+    drafters = [PromptLookupDrafter()] + [d for draft in (close, far) for d in
+                                          (ModelDrafter(draft, target.vocab_size),
+                                           HybridDrafter(ModelDrafter(draft, target.vocab_size)))]
     seen_sources, plain_rounds = set(), 0
     for drafter in drafters:
         chosen = Scripted(SCRIPT) if policy == "scripted" else None
