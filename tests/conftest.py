@@ -51,12 +51,13 @@ def qwen():
     return tiny_model("qwen2", seed=3)
 
 
-def word_tokenizer(n_words: int):
-    """A word-level tokenizer: "w7" is one token, so raw prompts map to known ids."""
+def word_tokenizer(n_words: int, words: list[str] | None = None):
+    """A word-level tokenizer: "w7" is one token, so raw prompts map to known ids. words, when given,
+    is the whole vocabulary in id order (it must start with <s>, </s>, <unk>)."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    words = ["<s>", "</s>", "<unk>"] + [f"w{i}" for i in range(n_words - 3)]
+    words = words or ["<s>", "</s>", "<unk>"] + [f"w{i}" for i in range(n_words - 3)]
     backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
     return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
@@ -67,3 +68,24 @@ def loaded(model, tokenizer, name="tiny"):
     from specdec.engine.loaded import Loaded
 
     return Loaded(name, model, tokenizer, torch.device("cpu"), torch.float32)
+
+
+def translated(model, target_tokenizer, draft_tokenizer, seed: int = 2):
+    """A draft for another tokenizer that predicts like the target: the target's weights with its
+    embedding and LM-head rows moved to the draft's ids of the same words. Words the target lacks get
+    random rows. With shared words, its guesses are the target's own, so alpha is known to be high."""
+    torch.manual_seed(seed)
+    draft = copy.deepcopy(model)
+    target_ids, draft_ids = target_tokenizer.get_vocab(), draft_tokenizer.get_vocab()
+    size = max(draft_ids.values()) + 1
+    embed, head = model.get_input_embeddings().weight, model.get_output_embeddings().weight
+    new_embed = torch.randn(size, embed.shape[1]) * embed.std()
+    new_head = torch.randn(size, head.shape[1]) * head.std()
+    for word, i in draft_ids.items():
+        if word in target_ids:
+            new_embed[i], new_head[i] = embed[target_ids[word]], head[target_ids[word]]
+    draft.resize_token_embeddings(size)
+    with torch.no_grad():
+        draft.get_input_embeddings().weight.copy_(new_embed)
+        draft.get_output_embeddings().weight.copy_(new_head)
+    return draft.eval()

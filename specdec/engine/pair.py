@@ -7,10 +7,10 @@ from typing import Iterator
 
 from .config import Sampling, Speculation
 from .decoding import speculative_decode, standard_decode
-from .drafters import best_drafter, check_draft_reads, make_drafter
+from .drafters import SAME_TOKENIZER, best_drafter, check_draft_reads, make_drafter
 from .events import RoundEvent, TokenEvent
 from .kvcache import CachedModel, common_prefix, new_cache, output_width
-from .loaded import Loaded, check_tokenizers
+from .loaded import Loaded, TokenizerMismatch, check_tokenizers
 from .policy import CostModel, make_policy
 from .text import encode_prompt
 from .verdicts import numerical_tie
@@ -24,6 +24,7 @@ class Request:
     spec: Speculation = field(default_factory=Speculation)
     drafter: str = "draft-model"
     raw: bool = False
+    draft_layers: tuple[int, ...] | None = None  # the self drafter's layers (None: the target's first half)
 
 
 class Pair:
@@ -37,9 +38,15 @@ class Pair:
 
     def __init__(self, target: Loaded, draft: Loaded | None = None):
         self.vocab_size = min(len(target.tokenizer), output_width(target.model))
+        # A draft with another tokenizer is welcome (the cross-tokenizer drafter translates); the
+        # mismatch is raised only when a drafter that needs the target's ids is asked for.
+        self.tokenizer_mismatch: TokenizerMismatch | None = None
         if draft is not None:  # refuse a draft that cannot work before any run, not mid-stream
-            check_tokenizers(target.tokenizer, draft.tokenizer)
-            check_draft_reads(draft.model, self.vocab_size)
+            try:
+                check_tokenizers(target.tokenizer, draft.tokenizer)
+                check_draft_reads(draft.model, self.vocab_size)
+            except TokenizerMismatch as error:
+                self.tokenizer_mismatch = error
             new_cache(draft.model)
         self.target, self.draft = target, draft
         self.tokenizer = target.tokenizer
@@ -54,7 +61,8 @@ class Pair:
         """The best setup this pair has: the cost policy, with the hybrid drafter when there is a draft
         model and prompt lookup when not (the policy falls back to plain decoding where neither pays)."""
         spec = replace(request.spec, policy="cost", adaptive=False)
-        return replace(request, drafter=best_drafter(self.draft is not None), spec=spec)
+        drafter = best_drafter(self.draft is not None, self.tokenizer_mismatch is None)
+        return replace(request, drafter=drafter, spec=spec)
 
     def prompt_ids(self, request: Request) -> list[int]:
         ids = encode_prompt(self.tokenizer, request.prompt, raw=request.raw)
@@ -78,8 +86,13 @@ class Pair:
 
     def speculative(self, request: Request, prompt_ids: list[int] | None = None) -> Iterator[RoundEvent]:
         ids = prompt_ids if prompt_ids is not None else self.prompt_ids(request)
-        drafter = make_drafter(request.drafter, self.draft.model if self.draft else None,
-                               self._speculative_lane.vocab_size, request.spec.confidence)
+        if self.tokenizer_mismatch is not None and request.drafter in SAME_TOKENIZER:
+            raise TokenizerMismatch(f"{self.tokenizer_mismatch}; the {request.drafter} drafter needs the target's "
+                                    "token ids: use the cross-tokenizer drafter for this draft")
+        draft = self.draft
+        drafter = make_drafter(request.drafter, draft.model if draft else None, self._speculative_lane.vocab_size,
+                               request.spec.confidence, target=self._speculative_lane, layers=request.draft_layers,
+                               tokenizers=(self.tokenizer, draft.tokenizer if draft else None))
         spec = request.spec
         policy = make_policy(spec.policy, spec.k, spec.k_max, self.costs[request.sampling.greedy])
         return speculative_decode(self._speculative_lane, drafter, ids, spec, request.sampling,

@@ -154,8 +154,9 @@ def test_grid_expansion_merges_groups_and_skips_drafters_without_a_model():
     groups = expand([Plan(alone, per_category=1, ks=(2, 4)), Plan(alone, prompts=("a1",), ks=(6,), repeats=5)], suite)
     assert [(g.prompt.id, g.repeats) for g in groups] == [("a1", 5), ("b1", 3)]
     assert {c.drafter for g in groups for c in g.cells} == {d for d in DRAFTERS if not needs_draft_model(d)}
-    assert {"draft-model", "hybrid"} <= {d for d in DRAFTERS if needs_draft_model(d)}
-    assert sorted(c.k for c in groups[0].cells) == [2, 4, 6]
+    assert {"draft-model", "hybrid", "cross-tokenizer"} <= {d for d in DRAFTERS if needs_draft_model(d)}
+    assert {"prompt-lookup", "self"} <= {d for d in DRAFTERS if not needs_draft_model(d)}
+    assert sorted(c.k for c in groups[0].cells if c.drafter == "prompt-lookup") == [2, 4, 6]
     assert [p.id for p in select_prompts(Plan(alone, prompts=("b1", "a2")), suite)] == ["b1", "a2"]
     with pytest.raises(ValueError, match="unknown schedule"):
         Plan(alone, schedules=("sometimes",))

@@ -1,17 +1,21 @@
 """The drafter registry: every drafter by name, with one line on what it does. One module per family."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 
+from ..kvcache import CachedModel
 from .base import Draft, Drafter, check_draft_reads, fit_vocab
+from .cross import CrossTokenizerDrafter
 from .hybrid import HybridDrafter
 from .lookup import PromptLookupDrafter
 from .model import ModelDrafter
+from .selfdraft import SelfDrafter
 
-__all__ = ["DRAFTERS", "Draft", "Drafter", "HybridDrafter", "ModelDrafter", "PromptLookupDrafter", "check_draft_reads",
-           "best_drafter", "fit_vocab", "make_drafter", "needs_draft_model"]
+__all__ = ["DRAFTERS", "NEEDS_DRAFT", "SAME_TOKENIZER", "CrossTokenizerDrafter", "Draft", "Drafter", "HybridDrafter",
+           "ModelDrafter", "PromptLookupDrafter", "SelfDrafter", "best_drafter", "check_draft_reads", "fit_vocab",
+           "make_drafter", "needs_draft_model"]
 
 
 DRAFTERS: dict[str, str] = {
@@ -19,35 +23,45 @@ DRAFTERS: dict[str, str] = {
     "prompt-lookup": "copies what followed the latest earlier match of the last n-gram; no model needed",
     "hybrid": "prompt lookup where the context repeats, the draft model elsewhere; the policy weighs each "
               "by its own measured acceptance and cost",
+    "self": "the target drafts for itself from a subset of its layers (its first half unless told); "
+            "no draft model, no extra weights",
+    "cross-tokenizer": "a draft model with another tokenizer: its text re-tokenized (greedy), or its tokens "
+                       "restricted to those both vocabularies share (sampled)",
 }
+# Drafters that read a draft model, and those of them that need it to share the target's tokenizer.
+NEEDS_DRAFT = frozenset({"draft-model", "hybrid", "cross-tokenizer"})
+SAME_TOKENIZER = frozenset({"draft-model", "hybrid"})
 
 
 def make_drafter(name: str, draft_model: torch.nn.Module | None, target_vocab_size: int,
-                 confidence: float = 0.0) -> Drafter:
+                 confidence: float = 0.0, *, target: CachedModel | None = None,
+                 layers: Sequence[int] | None = None, tokenizers: tuple[object, object] | None = None) -> Drafter:
+    """target (the speculative lane) is what self-speculation drafts from; tokenizers (target's,
+    draft's) are what the cross-tokenizer drafter translates between."""
     factories: dict[str, Callable[[], Drafter]] = {
         "draft-model": lambda: ModelDrafter(_need(name, draft_model), target_vocab_size, confidence),
         "prompt-lookup": PromptLookupDrafter,
         "hybrid": lambda: HybridDrafter(ModelDrafter(_need(name, draft_model), target_vocab_size, confidence)),
+        "self": lambda: SelfDrafter(_need_target(target), layers, confidence),
+        "cross-tokenizer": lambda: CrossTokenizerDrafter(_need(name, draft_model), *_need_tokenizers(tokenizers),
+                                                         target_vocab_size),
     }
     if name not in factories:
         raise ValueError(f"unknown drafter {name!r}; choose one of {sorted(factories)}")
     return factories[name]()
 
 
-def best_drafter(has_draft_model: bool) -> str:
-    """auto's drafter: hybrid when there is a draft model (the policy weighs both sources), else
-    prompt lookup (and plain decoding wherever neither pays)."""
-    return "hybrid" if has_draft_model else "prompt-lookup"
+def best_drafter(has_draft_model: bool, same_tokenizer: bool = True) -> str:
+    """auto's drafter: hybrid when there is a draft model with the target's tokenizer (the policy
+    weighs both sources), the cross-tokenizer drafter for a draft with another tokenizer, else prompt
+    lookup (and plain decoding wherever neither pays)."""
+    if not has_draft_model:
+        return "prompt-lookup"
+    return "hybrid" if same_tokenizer else "cross-tokenizer"
 
 
 def needs_draft_model(name: str) -> bool:
-    """Asked of the factories themselves (one that needs a model refuses to be built without it), so
-    a new drafter needs no change here."""
-    try:
-        make_drafter(name, None, 1)
-    except MissingDraftModel:
-        return True
-    return False
+    return name in NEEDS_DRAFT
 
 
 class MissingDraftModel(ValueError):
@@ -58,3 +72,15 @@ def _need(name: str, model: torch.nn.Module | None) -> torch.nn.Module:
     if model is None:
         raise MissingDraftModel(f"the {name} drafter needs a draft model (--draft)")
     return model
+
+
+def _need_target(target: CachedModel | None) -> CachedModel:
+    if target is None:
+        raise ValueError("the self drafter drafts from the target: pass target= (the speculative lane)")
+    return target
+
+
+def _need_tokenizers(tokenizers: tuple[object, object] | None) -> tuple[object, object]:
+    if tokenizers is None:
+        raise ValueError("the cross-tokenizer drafter needs tokenizers=(target's, draft's)")
+    return tokenizers
