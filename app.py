@@ -18,12 +18,14 @@ import gradio as gr  # noqa: E402
 
 import space_config  # noqa: E402
 from specdec.engine.config import Sampling, Speculation  # noqa: E402
-from specdec.engine.drafters import DRAFTERS, best_drafter  # noqa: E402
+from specdec.engine.drafters import DRAFTERS, best_drafter, needs_draft_model  # noqa: E402
+from specdec.engine.drafters.layers import decoder_layers, parse_layers  # noqa: E402
 from specdec.engine.policy import POLICIES  # noqa: E402
 from specdec.engine.loaded import TokenizerMismatch  # noqa: E402
 from specdec.engine.pair import Request  # noqa: E402
 from specdec.playground import charts, presets, render  # noqa: E402
-from specdec.playground.limits import Checked, InvalidInput, Limits, check_prompt_tokens, check_request  # noqa: E402
+from specdec.playground.limits import (  # noqa: E402
+    Checked, InvalidInput, Limits, check_model, check_prompt_tokens, check_request)
 from specdec.playground.session import (  # noqa: E402
     SPECULATIVE, STANDARD, Race, lane_pieces, replay_frames, replay_speed)
 from specdec.playground.store import (  # noqa: E402
@@ -43,8 +45,22 @@ CSS = """
 LAUNCH = {"css": CSS, "theme": gr.themes.Soft(primary_hue="indigo"), "footer_links": ["api", "gradio"]}
 
 
-def _titles(checked: Checked) -> tuple[str, str]:
-    drafter = f"{checked.drafter} ← {checked.draft}" if checked.draft else checked.drafter
+def _no_draft_drafters() -> str:
+    """The drafters that need no draft model, as a sentence lists them: 'prompt-lookup and self'."""
+    names = [d for d in DRAFTERS if not needs_draft_model(d)]
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+def _titles(checked: Checked, layers: tuple[int, ...] | None = None) -> tuple[str, str]:
+    """The lanes' titles. layers: the self drafter's, once the target is loaded and they are known
+    (before that, the field's text)."""
+    if layers:
+        drafter = render.drafter_label(checked.drafter, layers)
+    elif checked.draft_layers is not None:
+        drafter = f"{checked.drafter} · layers {checked.draft_layers or 'first half'}"
+    else:
+        drafter = checked.drafter
+    drafter = f"{drafter} ← {checked.draft}" if checked.draft else drafter
     k = f"k={checked.k}" if checked.policy == "fixed" else f"k from {checked.k}, {checked.policy} policy"
     return f"Standard · {checked.target}", f"Speculative · {drafter} · {k}"
 
@@ -62,7 +78,9 @@ def _result(race: Race, checked: Checked, pair) -> dict:
     """The JSON output: the CLI's stats keys, per-round drafted/accepted, both lanes' text and, once
     finished, the equivalent vLLM and SGLang configuration."""
     stats = {**race.stats(), "finished": race.finished, "greedy": race.request.sampling.greedy,
-             "target": checked.target, "draft": checked.draft, "drafter": checked.drafter, "policy": checked.policy,
+             "target": checked.target, "draft": checked.draft, "drafter": checked.drafter,
+             "draft_layers": None if race.request.draft_layers is None else list(race.request.draft_layers),
+             "policy": checked.policy,
              "device": str(pair.target.device), "dtype": str(pair.target.dtype).removeprefix("torch."),
              "standard": race.standard.summary(), "speculative": race.speculative.summary()}
     if race.finished:  # the measured setup as the serving flags that reproduce it
@@ -78,9 +96,10 @@ def _full_frame(race: Race, checked: Checked, pair, titles, k_max: int, replay=g
 
 def _user_error(error: Exception) -> gr.Error:
     if isinstance(error, TokenizerMismatch):
-        others = ", ".join(d for d in DRAFTERS if d != "draft-model")
-        return gr.Error(f"{error}. The draft-model drafter needs a draft that shares the target's tokenizer: "
-                        f"pick one from the same family, or use {others}, which needs no draft model.")
+        return gr.Error(f"{error}. This draft has another tokenizer than the target, and it can still draft: "
+                        "choose the cross-tokenizer drafter (or press Auto, which picks it) to use it as it is. "
+                        f"Or pick a draft from the target's family, or use {_no_draft_drafters()}, "
+                        "which need no draft model.")
     if isinstance(error, LoadError):
         return gr.Error(f"{error}. Models loaded before are still loaded and usable.")
     if is_out_of_memory(error):
@@ -89,10 +108,25 @@ def _user_error(error: Exception) -> gr.Error:
     return gr.Error(f"generation failed: {short(error)}")
 
 
-def auto_fields(draft: str | None) -> tuple[str, str, bool]:
+def auto_fields(draft: str | None, same_tokenizer: bool = True) -> tuple[str, str, bool]:
     """The Auto preset: the cost policy with the best drafter the fields allow (hybrid with a draft
-    model, prompt lookup without)."""
-    return best_drafter(bool(draft and draft.strip())), "cost", False
+    model, cross-tokenizer with a draft known to have another tokenizer, prompt lookup without)."""
+    return best_drafter(bool(draft and draft.strip()), same_tokenizer), "cost", False
+
+
+def _draft_layers(checked: Checked, pair) -> tuple[int, ...] | None:
+    """The self drafter's layers, checked against the loaded target's depth (None for other drafters)."""
+    if checked.draft_layers is None:
+        return None
+    try:
+        n_layers = len(decoder_layers(pair.target.model))
+    except ValueError as error:
+        raise InvalidInput(f"the self drafter cannot draft with {checked.target}: {short(error)}") from None
+    try:
+        return parse_layers(checked.draft_layers, n_layers)
+    except ValueError as error:
+        typed = repr(checked.draft_layers) if checked.draft_layers else "(empty: the target's first half)"
+        raise InvalidInput(f"draft_layers {typed}: {short(error)}") from None
 
 
 def request_duration(limits: Limits, store: ModelStore, *request) -> int:
@@ -112,18 +146,20 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
     owner: dict = {}  # pair key -> id of the run allowed to free it
 
     def _duration(prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed,
-                  policy="fixed") -> int:
+                  policy="fixed", draft_layers="") -> int:
         return request_duration(limits, store, prompt, target, draft, drafter, k, adaptive_k, temperature, top_p,
-                                max_new_tokens, seed, policy)
+                                max_new_tokens, seed, policy, draft_layers)
 
     @gpu(_duration)
     def compare(prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed,
-                policy="fixed"):
-        """Standard and speculative decoding of one prompt, streamed side by side. policy (last, optional):
-        fixed, heuristic (what adaptive_k turns on) or cost (k from measured acceptance and costs)."""
+                policy="fixed", draft_layers=""):
+        """Standard and speculative decoding of one prompt, streamed side by side. policy (optional):
+        fixed, heuristic (what adaptive_k turns on) or cost (k from measured acceptance and costs).
+        draft_layers (last, optional): the self drafter's layers, like '0-7' or '0-5,9,11' ('' = the
+        target's first half); other drafters ignore it."""
         try:
             checked = check_request(limits, prompt, target, draft, drafter, k, adaptive_k, temperature, top_p,
-                                    max_new_tokens, seed, policy)
+                                    max_new_tokens, seed, policy, draft_layers)
         except InvalidInput as error:
             raise gr.Error(str(error)) from None
         titles = _titles(checked)
@@ -132,9 +168,12 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
             yield from _load(checked, titles)
             pair = store.pair(checked.target, checked.draft, log=lambda message: None)
             owner[key] = run_id
+            layers = _draft_layers(checked, pair)
+            titles = _titles(checked, layers)
             request = Request(checked.prompt, checked.max_new_tokens,
                               Sampling(checked.temperature, 0, checked.top_p, checked.seed),
-                              Speculation(checked.k, k_max=limits.k_max, policy=checked.policy), checked.drafter)
+                              Speculation(checked.k, k_max=limits.k_max, policy=checked.policy), checked.drafter,
+                              draft_layers=layers)
             prompt_ids = pair.prompt_ids(request)
             check_prompt_tokens(len(prompt_ids), limits)
             yield from _race(pair, request, prompt_ids, checked, titles)
@@ -234,14 +273,23 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
                              "available": p.available()} for p in presets.PRESETS],
                 "loaded": store.loaded()}
 
-    return compare, replay, preset_fields, limits_info
+    def auto(target, draft):
+        """The Auto button: auto_fields, told whether the draft's tokenizer differs when both models are
+        loaded already (it never loads one: unknown counts as the same)."""
+        try:
+            specs = check_model("target", target, limits), check_model("draft", draft, limits)
+        except InvalidInput:
+            return auto_fields(draft)
+        return auto_fields(draft, store.same_tokenizer(*specs) is not False)
+
+    return compare, replay, preset_fields, limits_info, auto
 
 
 def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
                queue_max_size: int | None = None, replay_max_seconds: float | None = None) -> gr.Blocks:
     limits = limits or space_config.limits()
     store = store or ModelStore(space_config.MAX_LOADED_MODELS)
-    compare, replay, preset_fields, limits_info = make_handlers(
+    compare, replay, preset_fields, limits_info, auto_drafter = make_handlers(
         limits, store, replay_max_seconds or space_config.REPLAY_MAX_SECONDS)
     public = limits.allowlist is not None
     default = presets.DEFAULT
@@ -257,9 +305,14 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
                 preset_note = gr.Markdown(default.note + ".")
                 with gr.Row():
                     target = gr.Textbox(default.target, label="Target model", info="Hub id, folder, .gguf or offline name")
-                    draft = gr.Textbox(default.draft, label="Draft model", info="same tokenizer as the target")
+                    draft = gr.Textbox(default.draft, label="Draft model",
+                                       info="smaller; another tokenizer needs cross-tokenizer")
                     drafter = gr.Dropdown(list(DRAFTERS), value=default.drafter, label="Drafter",
-                                          info="prompt-lookup needs no draft model")
+                                          info=f"{_no_draft_drafters()} need no draft model")
+                    draft_layers = gr.Textbox("", label="Self-draft layers", elem_id="draft-layers",
+                                              placeholder="first half; e.g. 0-7 or 0-5,9,11",
+                                              info="the target's layers the self drafter drafts from",
+                                              visible=default.drafter == "self")
             with gr.Column(scale=2):
                 k = gr.Slider(1, limits.k_max, value=4, step=1, label="k (tokens drafted per round)")
                 with gr.Row():
@@ -297,7 +350,8 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
             stats_json = gr.JSON(label="stats")
         trace = gr.State(None)
 
-        inputs = [prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed, policy]
+        inputs = [prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed, policy,
+                  draft_layers]
         outputs = [standard_lane, speculative_lane, stats_table, chart_rounds, chart_hist, chart_speedup,
                    chart_positions, stats_json, trace]
         # preprocess=False: values reach playground.limits raw, so out-of-range or NaN input gets a
@@ -308,7 +362,10 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
         stop.click(None, None, None, cancels=[run_event], api_visibility="private")
         replay_button.click(replay, [trace], [standard_lane, speculative_lane], api_name="replay",
                             concurrency_limit=4, show_progress="hidden")
-        auto.click(auto_fields, [draft], [drafter, policy, adaptive_k], api_visibility="private", queue=False)
+        auto.click(auto_drafter, [target, draft], [drafter, policy, adaptive_k], api_visibility="private",
+                   queue=False)
+        drafter.change(lambda name: gr.update(visible=name == "self"), [drafter], [draft_layers],
+                       api_visibility="private", queue=False)
         preset.change(preset_fields, [preset], [target, draft, drafter, preset_note], api_visibility="private",
                       queue=False)
         gr.api(limits_info, api_name="limits", concurrency_limit=None)

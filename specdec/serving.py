@@ -26,6 +26,9 @@ def serving_config(stats: dict, drafter: str, draft_model: str | None) -> dict:
                              "(1 + vllm:spec_decode_num_accepted_tokens / vllm:spec_decode_num_drafts)"],
                     "sglang": ["spec_accept_length"]},
     }
+    if drafter in UNSERVED:
+        out.update(vllm=None, sglang=None, advice=UNSERVED[drafter])
+        return out
     if k == 0 or method is None:
         out.update(vllm=None, sglang=None, advice="speculation did not pay on this run: serve without it")
         return out
@@ -45,6 +48,15 @@ def serving_config(stats: dict, drafter: str, draft_model: str | None) -> dict:
         out["advice"] = ("neither server mixes prompt lookup with a draft model; this is the source that "
                          f"drafted most of this run's rounds ({stats.get('sources')})")
     return out
+
+
+# Drafters neither server offers as such: no equivalent flags rather than flags that mean another thing.
+UNSERVED = {
+    "self": "neither vLLM nor SGLang drafts from a subset of an untrained model's own layers; their "
+            "self-drafting methods (EAGLE, MTP heads) need trained draft heads",
+    "cross-tokenizer": "vLLM's and SGLang's draft-model methods need a draft that shares the target's "
+                       "vocabulary; serve with a same-family draft, or n-gram lookup",
+}
 
 
 def _method(stats: dict, drafter: str) -> str | None:

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # app.py and space_config.py live at the repo root
     sys.path.insert(0, str(ROOT))
 
-from conftest import perturbed, tiny_model  # noqa: E402
+from conftest import perturbed, tiny_model, translated, word_tokenizer  # noqa: E402
 from specdec.playground.limits import Limits  # noqa: E402
 
 VOCAB = 128
@@ -73,6 +73,20 @@ def make_folders(root: Path) -> dict[str, str]:
     return folders
 
 
+WORDS = ["<s>", "</s>", "<unk>"] + [f"w{i}" for i in range(93)]  # 96 tokens: tiny_model's default vocab
+
+
+def make_cross_folders(root: Path) -> dict[str, str]:
+    """A target with a word tokenizer, and a draft for another tokenizer (the same words at other
+    ids, plus words the target lacks) that predicts like the target: a cross-tokenizer pair."""
+    target_tokenizer = word_tokenizer(len(WORDS), WORDS)
+    draft_tokenizer = word_tokenizer(0, WORDS[:3] + WORDS[:2:-1] + [f"x{i}" for i in range(10)])
+    target = tiny_model("llama", seed=0, vocab=len(WORDS))
+    return {"word_target": save_model(root / "word-target", target, target_tokenizer),
+            "cross": save_model(root / "word-draft", translated(target, target_tokenizer, draft_tokenizer),
+                                draft_tokenizer)}
+
+
 @contextlib.contextmanager
 def launched(limits: Limits = TEST_LIMITS, queue_max_size: int | None = None, store=None):
     """The app on 127.0.0.1, yielding (url, store)."""
@@ -94,10 +108,15 @@ def client(url: str):
     return Client(url, analytics_enabled=False, verbose=False, download_files=False)
 
 
+API_ARGS = ["prompt", "target", "draft", "drafter", "k", "adaptive", "temperature", "top_p", "max_new_tokens", "seed",
+            "policy", "draft_layers"]
+
+
 def args(prompt: str, target: str, draft: str = "", drafter: str = "prompt-lookup", k=4, adaptive=False,
-         temperature=0.0, top_p=1.0, max_new_tokens=24, seed=0, policy="fixed") -> list:
+         temperature=0.0, top_p=1.0, max_new_tokens=24, seed=0, policy="fixed", draft_layers="") -> list:
     """/compare's arguments in their documented order."""
-    return [prompt, target, draft, drafter, k, adaptive, temperature, top_p, max_new_tokens, seed, policy]
+    return [prompt, target, draft, drafter, k, adaptive, temperature, top_p, max_new_tokens, seed, policy,
+            draft_layers]
 
 
 def with_limits(**changes) -> Limits:

@@ -1,5 +1,6 @@
 """End to end in headless Chromium (Debian's, driven by Playwright; no browser download): run the
-default preset on the embedded SmolLM2 and check what a person would see. Saves docs/screenshot.png."""
+default preset on the embedded SmolLM2 and check what a person would see (saves docs/screenshot.png),
+then the self-speculation preset with the layers typed into its field."""
 from __future__ import annotations
 
 import os
@@ -18,6 +19,8 @@ ARGS = ["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--no-sandbo
 BOTH_DONE = """() => ['standard', 'speculative'].every(lane => {
     const el = document.querySelector(`#${lane}-lane .lane`);
     return el && el.dataset.finished === 'true'; })"""
+SELF_DONE = """() => { const el = document.querySelector('#speculative-lane .lane');
+    return el && el.innerText.includes('self · layers 0-14') && el.dataset.finished === 'true'; }"""
 
 
 @pytest.fixture(scope="module")
@@ -72,3 +75,18 @@ def test_default_preset_runs_in_the_browser(browser):
         SCREENSHOT.parent.mkdir(exist_ok=True)
         page.screenshot(path=str(SCREENSHOT), full_page=True)
         assert SCREENSHOT.stat().st_size > 20_000
+
+        # The self-speculation preset: its layers field appears, and what is typed there is what drafts.
+        assert not page.locator("#draft-layers textarea, #draft-layers input").first.is_visible()
+        page.get_by_label("Model pair preset").click()
+        page.get_by_role("option", name="SmolLM2-135M · self-speculation (offline)").click()
+        layers = page.locator("#draft-layers").locator("textarea, input").first
+        layers.wait_for(state="visible", timeout=10_000)
+        layers.fill("0-14")
+        number.fill("8")  # a shorter run: this one checks the wiring, the first one the whole page
+        number.press("Enter")
+        page.locator("#run").click()
+        page.wait_for_function(SELF_DONE, timeout=300_000)
+        page.wait_for_function("() => document.querySelector('#stats-table').innerText.includes('self · layers 0-14')",
+                               timeout=30_000)
+        assert "yes" in page.locator("#stats-table").inner_text()

@@ -68,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--target", default=None, help="Hub id, folder, .gguf or offline name")
     g.add_argument("--draft", default=None, help="draft model for the draft-model drafter")
     g.add_argument("--draft-quantize", default=None, choices=["int8"])
+    g.add_argument("--draft-layers", default=None, help="the self drafter's layers: 0-7,10 or a search-layers file")
     g.add_argument("--name", default=None, help="label for this setup in the report")
     g.add_argument("--device", default=None)
     g.add_argument("--dtype", default=None)
@@ -87,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 def make_plans(args, suite) -> list[Plan]:
     if args.target:
         setup = Setup(args.name or args.target + (f"+{args.draft}" if args.draft else ""), args.target, args.draft,
-                      args.draft_quantize)
+                      args.draft_quantize, args.draft_layers)
         base = (auto_plans(suite, (setup,))[0] if args.auto else quick_plans()[0] if args.quick
                 else Plan(setup, per_category=1, ks=(2, 4, 6), repeats=3))
         plans = [dataclasses.replace(base, setup=setup)]
@@ -126,6 +127,7 @@ def save_results(path: Path, results: dict) -> None:
 
 
 def load_setup(setup: Setup, plans: list[Plan], args, log) -> Models:
+    from ..engine.layer_search import layers_from
     from ..engine.pair import Pair
     from ..models.loading import load_model
 
@@ -135,7 +137,7 @@ def load_setup(setup: Setup, plans: list[Plan], args, log) -> Models:
     if setup.draft and any(needs_draft_model(d) for d in wanted):
         draft = load_model(setup.draft, target.device, target.dtype, args.trust_remote_code, log=log,
                            quantize=setup.draft_quantize)
-    return Models(Pair(target, draft), target, draft)
+    return Models(Pair(target, draft), target, draft, layers_from(setup.draft_layers, target.model))
 
 
 def record_setup(results: dict, setup: Setup, models: Models, plans: list[Plan]) -> None:

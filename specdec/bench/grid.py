@@ -27,6 +27,7 @@ class Setup:
     target: str
     draft: str | None = None
     draft_quantize: str | None = None  # "int8": a cheaper copy of the draft (CPU)
+    draft_layers: str | None = None  # the self drafter's layers: '0-7,10' or a search-layers file
 
 
 @dataclass(frozen=True)

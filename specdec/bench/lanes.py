@@ -19,6 +19,7 @@ from transformers import GenerationConfig
 from ..engine.compare import summarize
 from ..engine.config import Sampling, Speculation
 from ..engine.drafters import make_drafter
+from ..engine.drafters.layers import decoder_layers, first_layers
 from ..engine.loaded import Loaded
 from ..engine.pair import Pair, Request
 from ..engine.timing import Clock
@@ -35,6 +36,7 @@ class Models:
     pair: Pair
     target: Loaded
     draft: Loaded | None
+    draft_layers: tuple[int, ...] | None = None  # the self drafter's, resolved against the target
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,26 @@ def _assisted_defaults(models: Models, k: int) -> dict:
     return {"assistant_model": models.draft.model}
 
 
+def _universal(models: Models, k: int) -> dict:
+    """transformers' universal assisted generation: a draft with another tokenizer (the string path
+    when greedy, the token intersection when sampling), at constant k without a confidence stop, as ours."""
+    _assisted("constant", 0.0)(models, k)
+    return {"assistant_model": models.draft.model, "tokenizer": models.target.tokenizer,
+            "assistant_tokenizer": models.draft.tokenizer}
+
+
+def _early_exit(models: Models, k: int) -> dict:
+    """transformers' assistant_early_exit: the target's first L layers draft, at constant k. It needs
+    the self drafter's layers to be a first-L prefix; otherwise there is no peer to run."""
+    layers = models.draft_layers or first_layers(len(decoder_layers(models.target.model)))
+    if layers != tuple(range(len(layers))):
+        raise ValueError(f"transformers' early exit drafts from the first L layers, not {list(layers)}")
+    config = models.target.model.generation_config
+    config.num_assistant_tokens, config.num_assistant_tokens_schedule = k, "constant"
+    config.assistant_confidence_threshold = 0.0
+    return {"assistant_early_exit": len(layers)}
+
+
 def _prompt_lookup(models: Models, k: int) -> dict:
     # Match our drafter's longest n-gram so both look for the same matches.
     ngram = getattr(make_drafter("prompt-lookup", None, 1), "max_ngram", 2)
@@ -94,6 +116,9 @@ PEERS: dict[tuple[str, str], tuple[Peer, ...]] = {
         Peer("hf-assisted", "transformers assisted, heuristic k", _assisted("heuristic")),
     ),
     ("prompt-lookup", "cost"): (Peer("hf-prompt-lookup", "transformers prompt lookup", _prompt_lookup),),
+    ("cross-tokenizer", "constant"): (
+        Peer("hf-universal", "transformers universal assisted generation, constant k", _universal),),
+    ("self", "constant"): (Peer("hf-early-exit", "transformers assistant_early_exit, constant k", _early_exit),),
 }
 
 
@@ -102,9 +127,9 @@ def peers_for(drafter: str, schedule: str) -> tuple[Peer, ...]:
 
 
 def make_request(prompt: str, max_new_tokens: int, temperature: float, seed: int, drafter: str = "prompt-lookup",
-                 k: int = 4, schedule: str = "constant") -> Request:
+                 k: int = 4, schedule: str = "constant", draft_layers: tuple[int, ...] | None = None) -> Request:
     return Request(prompt, max_new_tokens, Sampling(temperature=temperature, seed=seed),
-                   Speculation(k=k, policy=POLICY_OF[schedule]), drafter)
+                   Speculation(k=k, policy=POLICY_OF[schedule]), drafter, draft_layers=draft_layers)
 
 
 def lane_record(token_ids: list[int], seconds: float, reference: list[int] | None,
@@ -250,7 +275,7 @@ def _run_job(models: Models, group, job: Job, ids: list[int], seed: int, max_new
     n = max_new_tokens or group.max_new_tokens
     cell = job.cell
     request = make_request(group.prompt.text, n, group.temperature, seed,
-                           *((cell.drafter, cell.k, cell.schedule) if cell else ()))
+                           *((cell.drafter, cell.k, cell.schedule) if cell else ()), draft_layers=models.draft_layers)
     if job.lane == STANDARD:
         return run_standard(models, request, ids)
     if job.lane == SPECULATIVE:

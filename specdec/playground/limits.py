@@ -19,6 +19,11 @@ from ..engine.policy import POLICIES
 OFFLINE_NAMES = ("embedded", "qwen-coder-1.5b", "qwen-coder-0.5b")
 # A Hub repo id: an optional namespace, then a name; letters, digits, '-', '_', '.'; no '..'.
 HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]{0,95}/)?[A-Za-z0-9][\w.-]{0,95}$")
+# The self drafter's layers, as typed: "0-7,10". Checked against the model's layer count only once
+# it is loaded; before that, the text's length, characters and each index's size.
+DRAFT_LAYERS_MAX_CHARS = 200
+DRAFT_LAYERS_MAX_INDEX = 9999  # far past any model's depth, and small enough that no range is costly
+_LAYER_PART = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 
 
 class InvalidInput(ValueError):
@@ -56,6 +61,7 @@ class Checked:
     top_p: float
     max_new_tokens: int
     seed: int
+    draft_layers: str | None = None  # the self drafter's layers as typed ("" = its default); None for others
 
 
 def _brief(value) -> str:
@@ -162,8 +168,32 @@ def check_remote_code(role: str, folder: Path, limits: Limits) -> None:
                            "transformers supports natively, or the CLI with --trust-remote-code.")
 
 
+def check_draft_layers(text) -> str:
+    """The self drafter's layers as typed: indices and increasing ranges, like '0-7,10' ('' = the
+    target's first half). Whether they exist needs the model: see the layer count check after loading."""
+    _text("draft_layers", text)
+    text = (text or "").strip()
+    form = (f"draft_layers must be at most {DRAFT_LAYERS_MAX_CHARS} characters of digits, commas, dashes and "
+            "spaces, layer indices and ranges like '0-7' or '0-5,9,11' (empty: the target's first half)")
+    if len(text) > DRAFT_LAYERS_MAX_CHARS or not re.fullmatch(r"[\d,\- ]*", text):
+        raise InvalidInput(f"{form}; got {_brief(text)}")
+    if not text:
+        return text
+    for part in text.split(","):
+        match = _LAYER_PART.fullmatch(part)
+        if not match:
+            raise InvalidInput(f"{form}; cannot read {_brief(part.strip())} in {_brief(text)}")
+        start, end = int(match[1]), int(match[2] or match[1])
+        if max(start, end) > DRAFT_LAYERS_MAX_INDEX:
+            raise InvalidInput(f"draft_layers: layer {max(start, end)} is past the limit of "
+                               f"{DRAFT_LAYERS_MAX_INDEX} (and past the model's depth)")
+        if end < start:
+            raise InvalidInput(f"draft_layers: the range {start}-{end} goes down; write it {end}-{start}")
+    return text
+
+
 def check_request(limits: Limits, prompt, target, draft, drafter, k, adaptive, temperature, top_p,
-                  max_new_tokens, seed, policy="fixed") -> Checked:
+                  max_new_tokens, seed, policy="fixed", draft_layers="") -> Checked:
     """All checks that need no model, in the order of the API's arguments."""
     prompt = check_prompt(prompt, limits)
     if not isinstance(drafter, str) or drafter not in DRAFTERS:  # a list or dict is not even hashable
@@ -172,8 +202,8 @@ def check_request(limits: Limits, prompt, target, draft, drafter, k, adaptive, t
     _text("draft model", draft)  # even where the drafter ignores it
     needs_draft = needs_draft_model(drafter)
     if needs_draft and not (draft and draft.strip()):
-        raise InvalidInput(f"the {drafter} drafter needs a draft model; pick one, or use prompt-lookup, "
-                           "which needs none")
+        free = " or ".join(d for d in DRAFTERS if not needs_draft_model(d))
+        raise InvalidInput(f"the {drafter} drafter needs a draft model; pick one, or use {free}, which need none")
     draft = check_model("draft", draft, limits) if needs_draft else None
     if not isinstance(adaptive, bool):
         raise InvalidInput(f"adaptive_k must be true or false, got {_brief(adaptive)}")
@@ -181,6 +211,8 @@ def check_request(limits: Limits, prompt, target, draft, drafter, k, adaptive, t
         raise InvalidInput(f"unknown policy {_brief(policy)}; choose one of {', '.join(POLICIES)}")
     if adaptive and policy == "cost":
         raise InvalidInput("adaptive_k is the heuristic policy; it cannot be combined with policy 'cost'")
+    _text("draft_layers", draft_layers)  # even where the drafter ignores it, like the draft
+    draft_layers = check_draft_layers(draft_layers) if drafter == "self" else None
     return Checked(
         prompt=prompt, target=target, draft=draft, drafter=drafter,
         k=_number("k", k, 1, limits.k_max, integer=True),
@@ -190,4 +222,5 @@ def check_request(limits: Limits, prompt, target, draft, drafter, k, adaptive, t
         top_p=_number("top_p", top_p, 0.0, 1.0, integer=False, low_open=True),
         max_new_tokens=_number("max_new_tokens", max_new_tokens, 1, limits.max_new_tokens, integer=True),
         seed=_number("seed", seed, 0, limits.seed_max, integer=True),
+        draft_layers=draft_layers,
     )

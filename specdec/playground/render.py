@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 
+from ..engine.drafters import DRAFTERS
 from ..engine.events import ACCEPTED, BONUS, CORRECTED, PLAIN
 
 # Fate -> (background, border, legend text). Light fills keep the text readable in both themes.
@@ -91,6 +92,9 @@ def stats_rows(stats: dict, standard: dict, speculative: dict, greedy: bool, fin
     rows.insert(0, ["did speculation pay?", stats.get("verdict", "not measured yet").split(":")[0],
                     stats.get("verdict", "")])
     rows.insert(1, ["policy", stats.get("policy", "fixed"), _policy_note(stats)])
+    if stats.get("drafter"):
+        rows.insert(2, ["drafter", drafter_label(stats["drafter"], stats.get("draft_layers")),
+                        DRAFTERS.get(stats["drafter"], "")])
     serving = stats.get("serving") if finished else None
     if serving and serving.get("vllm"):
         rows.append(["vLLM", serving["vllm"]["flag"], serving["note"]])
@@ -103,6 +107,23 @@ def stats_rows(stats: dict, standard: dict, speculative: dict, greedy: bool, fin
                      "greedy: speculative must equal standard, unless the target's top two logits tie "
                      "within its dtype's rounding"])
     return rows
+
+
+def layer_ranges(layers) -> str:
+    """(0, 1, 2, 3, 9, 11, 12) -> '0-3,9,11-12': layer indices as the Self-draft layers field takes them."""
+    parts: list[str] = []
+    for i in layers:
+        if parts and i == last + 1:
+            parts[-1] = f"{parts[-1].split('-')[0]}-{i}"
+        else:
+            parts.append(str(i))
+        last = i
+    return ",".join(parts)
+
+
+def drafter_label(drafter: str, layers=None) -> str:
+    """The drafter's name, with the layers it drafts from for the self drafter: 'self · layers 0-14'."""
+    return f"{drafter} · layers {layer_ranges(layers)}" if layers else drafter
 
 
 def _policy_note(stats: dict) -> str:

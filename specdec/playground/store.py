@@ -17,7 +17,7 @@ from typing import Callable
 import torch
 
 from ..engine.pair import Pair
-from ..engine.loaded import Loaded
+from ..engine.loaded import Loaded, TokenizerMismatch, check_tokenizers
 from ..models.loading import load_model
 
 DEVICE_LOCK = threading.RLock()
@@ -101,6 +101,21 @@ class ModelStore:
 
     def is_loaded(self, spec: str) -> bool:
         return spec in self._models
+
+    def same_tokenizer(self, target: str, draft: str) -> bool | None:
+        """Whether a draft speaks the target's token ids, from what is loaded already (None when either
+        is not loaded: this never loads, so the Auto button can ask it at no cost)."""
+        pair = self._pairs.get((target, draft))
+        if pair is not None:
+            return pair.tokenizer_mismatch is None
+        target_model, draft_model = self._models.get(target), self._models.get(draft)
+        if target_model is None or draft_model is None:
+            return None
+        try:
+            check_tokenizers(target_model.tokenizer, draft_model.tokenizer)
+        except TokenizerMismatch:
+            return False
+        return True
 
     def model(self, spec: str, log: Log, keep: tuple[str, ...] = ()) -> Loaded:
         with DEVICE_LOCK:

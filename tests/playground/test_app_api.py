@@ -9,11 +9,12 @@ import urllib.request
 import pytest
 import torch
 
-from app_support import args, client, launched, make_folders
+from app_support import API_ARGS, args, client, launched, make_folders
 from gradio_client.exceptions import AppError
 
 import app
 from specdec import Pair, Request, Sampling, Speculation, compare as engine_compare, load_model
+from specdec.engine.drafters import DRAFTERS
 from specdec.playground.session import Race
 
 CLI_STATS_KEYS = {"alpha", "alpha_naive", "alpha_analytic", "tau", "tokens_per_round", "k", "rounds",
@@ -124,8 +125,7 @@ def test_sampled_runs_are_seeded(api, folders):
     ({"policy": "cost", "adaptive": True}, "cannot be combined with policy 'cost'"),
 ])
 def test_bad_input_gets_a_clear_error_naming_the_limit(api, folders, changes, message):
-    values = dict(zip(["prompt", "target", "draft", "drafter", "k", "adaptive", "temperature", "top_p",
-                       "max_new_tokens", "seed", "policy"], args(PROMPT, folders["target"])))
+    values = dict(zip(API_ARGS, args(PROMPT, folders["target"])))
     values.update(changes)
     with pytest.raises(AppError, match=None) as error:
         api.predict(*values.values(), api_name="/compare")
@@ -161,17 +161,24 @@ JUNK_PAYLOADS = [
 
 def test_junk_of_any_type_gets_a_clear_error_and_the_server_keeps_serving(server, folders, api):
     for changes, message in JUNK_PAYLOADS:
-        values = dict(zip(["prompt", "target", "draft", "drafter", "k", "adaptive", "temperature", "top_p",
-                           "max_new_tokens", "seed", "policy"], args(PROMPT, folders["target"])))
+        values = dict(zip(API_ARGS, args(PROMPT, folders["target"])))
         stream = raw_compare(server[0], list({**values, **changes}.values()))
         assert "event: error" in stream and message in stream, (changes, stream[-300:])
     assert api.predict(*args(PROMPT, folders["target"], max_new_tokens=4), api_name="/compare")[7]["finished"]
 
 
-def test_tokenizer_mismatch_offers_the_modes_that_need_no_matching_draft(api, folders):
+@pytest.mark.parametrize("drafter", ["draft-model", "hybrid"])
+def test_tokenizer_mismatch_offers_the_cross_tokenizer_drafter(api, folders, drafter):
     with pytest.raises(AppError) as error:
-        api.predict(*args(PROMPT, folders["target"], folders["mismatch"], "draft-model"), api_name="/compare")
-    assert "tokenizer does not match" in str(error.value) and "prompt-lookup" in str(error.value)
+        api.predict(*args(PROMPT, folders["target"], folders["mismatch"], drafter), api_name="/compare")
+    message = str(error.value)
+    assert "tokenizer does not match" in message and "another tokenizer" in message
+    assert "choose the cross-tokenizer drafter (or press Auto" in message
+    assert "prompt-lookup and self" in message  # and the drafters that need no draft model
+    # The offer holds: the same pair with the cross-tokenizer drafter runs, greedy output unchanged.
+    stats = api.predict(*args(PROMPT, folders["target"], folders["mismatch"], "cross-tokenizer", max_new_tokens=12),
+                        api_name="/compare")[7]
+    assert stats["finished"] and stats["identical"] is True and stats["drafter"] == "cross-tokenizer"
 
 
 def test_remote_code_model_is_refused_before_loading(api, folders):
@@ -269,7 +276,8 @@ def test_replay_before_any_run_says_so(server):
 def test_limits_endpoint_lists_limits_drafters_and_presets(api):
     info = api.predict(api_name="/limits")
     assert info["limits"]["max_new_tokens"] == 48 and info["public"] is False
-    assert set(info["drafters"]) == {"draft-model", "prompt-lookup", "hybrid"}
+    assert info["drafters"] == DRAFTERS
+    assert {"draft-model", "prompt-lookup", "hybrid", "self", "cross-tokenizer"} <= set(info["drafters"])
     assert list(info["policies"]) == ["fixed", "heuristic", "cost"] and "plain" in info["policies"]["cost"]
     assert info["presets"][0]["target"] == "embedded"
 
@@ -278,6 +286,27 @@ def test_a_ten_argument_call_from_before_the_policy_still_works(api, folders):
     """policy is the optional last argument: gradio_client callers written before it get "fixed"."""
     stats = api.predict(*args(PROMPT, folders["target"], max_new_tokens=8)[:10], api_name="/compare")[7]
     assert stats["finished"] and stats["policy"] == "fixed" and set(stats["k_per_round"]) <= {4, 3, 2, 1, 0}
+    assert stats["draft_layers"] is None
+
+
+def test_an_eleven_argument_call_from_before_draft_layers_still_works(api, folders):
+    """draft_layers comes after policy: callers written before it keep their policy, and the self
+    drafter gets its default layers (the first half: layer 0 of the tiny target's 2)."""
+    stats = api.predict(*args(PROMPT, folders["target"], max_new_tokens=8, policy="heuristic")[:11],
+                        api_name="/compare")[7]
+    assert stats["finished"] and stats["policy"] == "heuristic" and stats["drafter"] == "prompt-lookup"
+    stats = api.predict(*args(PROMPT, folders["target"], drafter="self", max_new_tokens=8)[:11],
+                        api_name="/compare")[7]
+    assert stats["finished"] and stats["drafter"] == "self" and stats["draft_layers"] == [0]
+
+
+def test_a_twelve_argument_call_sets_the_self_drafters_layers(api, folders):
+    result = api.predict(*args(PROMPT, folders["target"], drafter="self", max_new_tokens=8, policy="fixed",
+                               draft_layers="1"), api_name="/compare")
+    stats = result[7]
+    assert len(args(PROMPT, "x")) == 12
+    assert stats["finished"] and stats["identical"] is True and stats["draft_layers"] == [1]
+    assert "self · layers 1 · k=4" in result[1]  # the speculative lane's title
 
 
 def test_cost_policy_with_the_hybrid_drafter_reports_why_and_how_to_serve_it(api, folders):

@@ -18,7 +18,7 @@ import space_config
 from specdec.playground import charts, presets, render, store as store_module
 from specdec.engine.pair import Pair, Request
 from specdec.engine.config import Sampling, Speculation
-from specdec.engine.drafters import DRAFTERS
+from specdec.engine.drafters import DRAFTERS, needs_draft_model
 from specdec.engine.events import ACCEPTED, BONUS, CORRECTED, PLAIN, RoundEvent
 from specdec.playground.limits import InvalidInput, check_prompt_tokens, check_request
 from specdec.engine.loaded import Loaded
@@ -28,7 +28,7 @@ from specdec.playground.store import LoadError, ModelStore
 from specdec.playground.zerogpu import duration_seconds
 
 GOOD = dict(prompt="hello", target="embedded", draft="", drafter="prompt-lookup", k=4, adaptive=False,
-            temperature=0.0, top_p=1.0, max_new_tokens=16, seed=0, policy="fixed")
+            temperature=0.0, top_p=1.0, max_new_tokens=16, seed=0, policy="fixed", draft_layers="")
 
 
 def check(limits=TEST_LIMITS, **changes):
@@ -67,7 +67,10 @@ JUNK = {"huge int": HUGE, "huge negative int": -HUGE, "inf": math.inf, "nan": ma
         "dict": {"k": 4}, "None": None, "bool": True, "arbitrary string": "zebra!", "empty string": ""}
 # The name each argument has in the API and in its messages.
 API_NAMES = {**{name: name for name in GOOD}, "adaptive": "adaptive_k"}
-ALLOWED = {("prompt", "arbitrary string"), ("adaptive", "bool")}  # not junk for that argument
+ALLOWED = {("prompt", "arbitrary string"), ("adaptive", "bool"),
+           ("draft_layers", "None"), ("draft_layers", "empty string")}  # not junk for that argument
+# The draft is only read by drafters that need one, the layers only by the self drafter.
+READER = {"draft": {"drafter": "draft-model"}, "draft_layers": {"drafter": "self"}}
 
 
 def junk_cases():
@@ -77,8 +80,7 @@ def junk_cases():
 
 @pytest.mark.parametrize("name, value", junk_cases())
 def test_junk_of_any_type_in_any_argument_is_refused_naming_the_argument(name, value):
-    # The draft is only read by the draft-model drafter; anywhere else it is ignored.
-    changes = {name: value, **({"drafter": "draft-model"} if name == "draft" else {})}
+    changes = {name: value, **READER.get(name, {})}
     with pytest.raises(InvalidInput) as error:
         check(**changes)
     message = str(error.value)
@@ -137,7 +139,7 @@ def test_zerogpu_duration_runs_before_validation_and_never_masks_its_message(zer
     import app
 
     compare, asked = zerogpu_compare
-    request = {**GOOD, name: value, **({"drafter": "draft-model"} if name == "draft" else {})}
+    request = {**GOOD, name: value, **READER.get(name, {})}
     with pytest.raises(gr.Error) as error:
         next(compare(*request.values()))
     assert re.search(rf"\b{API_NAMES[name]}\b", str(error.value.message)), error.value.message
@@ -182,16 +184,137 @@ def test_the_draft_is_only_taken_for_the_draft_model_drafter():
     assert check(drafter="draft-model", draft="embedded").draft == "embedded"
 
 
+def test_a_drafter_that_needs_a_draft_names_those_that_need_none():
+    with pytest.raises(InvalidInput, match="the cross-tokenizer drafter needs a draft model; pick one, or use "
+                                           "prompt-lookup or self, which need none"):
+        check(drafter="cross-tokenizer")
+    assert check(drafter="cross-tokenizer", draft="embedded").draft == "embedded"
+    assert check(drafter="self", draft="embedded").draft is None  # self drafts from the target
+
+
+# ---------------------------------------------------------------- the self drafter's layers
+
+@pytest.mark.parametrize("typed, kept", [("", ""), (None, ""), ("  ", ""), ("0-7", "0-7"), ("3", "3"),
+                                         (" 0-5, 9 ,11 ", "0-5, 9 ,11"), ("0 - 2", "0 - 2"), ("9999", "9999")])
+def test_draft_layers_are_kept_as_typed_for_the_self_drafter(typed, kept):
+    assert check(drafter="self", draft_layers=typed).draft_layers == kept
+
+
+@pytest.mark.parametrize("typed, message", [
+    ("abc", "draft_layers must be at most 200 characters of digits, commas, dashes and spaces"),
+    ("0-7;9", "draft_layers must be at most 200 characters"),
+    ("0.5", "draft_layers must be at most 200 characters"),
+    ("-3", "cannot read '-3'"),
+    ("0-", "cannot read '0-'"),
+    ("1--2", "cannot read '1--2'"),
+    ("1-2-3", "cannot read '1-2-3'"),
+    ("1,,2", "cannot read ''"),
+    ("3,", "cannot read ''"),
+    ("1 2", "cannot read '1 2'"),
+    ("9-3", "the range 9-3 goes down; write it 3-9"),
+    ("0-10000", "layer 10000 is past the limit of 9999"),
+    ("0-" + "9" * 190, "is past the limit of 9999"),
+    ("1," * 100 + "1", "at most 200 characters"),
+    (7, "draft_layers must be text, got int 7"),
+    (["0-3"], "draft_layers must be text, got list"),
+])
+def test_bad_draft_layers_name_the_limit(typed, message):
+    with pytest.raises(InvalidInput) as error:
+        check(drafter="self", draft_layers=typed)
+    assert message in str(error.value) and len(str(error.value)) < 400
+
+
+def test_draft_layers_are_ignored_unless_the_drafter_is_self():
+    for drafter, draft in (("prompt-lookup", ""), ("draft-model", "embedded"), ("cross-tokenizer", "embedded")):
+        assert check(drafter=drafter, draft=draft, draft_layers="no such layers").draft_layers is None
+    assert check().draft_layers is None
+    with pytest.raises(InvalidInput, match="draft_layers must be text"):  # a wrong type is refused anywhere
+        check(draft_layers=3)
+
+
+def test_the_self_drafters_titles_name_its_layers():
+    import app
+
+    checked = check(drafter="self", draft_layers="")
+    assert app._titles(checked) == ("Standard · embedded", "Speculative · self · layers first half · k=4")
+    assert app._titles(checked, tuple(range(15)))[1] == "Speculative · self · layers 0-14 · k=4"
+    assert app._titles(check(drafter="self", draft_layers="0-5,9,11"), (0, 1, 2, 3, 4, 5, 9, 11))[1] == \
+        "Speculative · self · layers 0-5,9,11 · k=4"
+    assert app._titles(check(drafter="self", draft_layers="0-3"))[1] == "Speculative · self · layers 0-3 · k=4"
+    cross = check(drafter="cross-tokenizer", draft="qwen-coder-0.5b", policy="cost")
+    assert app._titles(cross)[1] == "Speculative · cross-tokenizer ← qwen-coder-0.5b · k from 4, cost policy"
+
+
+def test_the_loaded_targets_depth_checks_the_layers():
+    import app
+
+    class Target:  # what _draft_layers reads of a pair: its target's decoder layers
+        model = tiny_model("llama", layers=4)
+
+    pair = type("P", (), {"target": Target})()
+    assert app._draft_layers(check(), pair) is None
+    assert app._draft_layers(check(drafter="self"), pair) == (0, 1)
+    assert app._draft_layers(check(drafter="self", draft_layers="0-1, 3"), pair) == (0, 1, 3)
+    for typed, message in (("4", "draft_layers '4': layers must be integers in [0, 3] (the model has 4), got [4]"),
+                           ("0-3", "draft_layers '0-3': a draft from all 4 layers is the target itself"),
+                           ("0-9999", "(the model has 4), got [0, 1, 2")):
+        with pytest.raises(InvalidInput) as error:
+            app._draft_layers(check(drafter="self", draft_layers=typed), pair)
+        assert message in str(error.value) and len(str(error.value)) < 450
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    Target.model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=8, n_head=2, vocab_size=10))  # layers at .h
+    with pytest.raises(InvalidInput, match="the self drafter cannot draft with embedded: GPT2LMHeadModel keeps no"):
+        app._draft_layers(check(drafter="self"), pair)
+
+
+def test_layer_ranges_are_written_as_the_field_takes_them():
+    from specdec.engine.drafters.layers import parse_layers
+
+    for layers in [(0,), (0, 1, 2, 3), (0, 1, 2, 3, 9, 11, 12), (1, 3, 5), (0, 2, 3, 4, 7)]:
+        text = render.layer_ranges(layers)
+        assert parse_layers(text, 16) == layers
+    assert render.layer_ranges((0, 1, 2, 3, 9, 11, 12)) == "0-3,9,11-12"
+    assert render.drafter_label("self", (0, 1, 2)) == "self · layers 0-2"
+    assert render.drafter_label("hybrid", None) == "hybrid"
+
+
 # ---------------------------------------------------------------- presets
 
 def test_presets_cover_the_issue_pairs_and_every_drafter_is_known():
     assert presets.DEFAULT.target == "embedded" and presets.DEFAULT.drafter == "prompt-lookup"
     assert all(p.drafter in DRAFTERS for p in presets.PRESETS)
+    assert len(presets.BY_LABEL) == len(presets.PRESETS)  # labels are unique
     pairs = {(p.target, p.draft) for p in presets.PRESETS}
     assert {("qwen-coder-1.5b", "qwen-coder-0.5b"),
             ("HuggingFaceTB/SmolLM2-1.7B-Instruct", "HuggingFaceTB/SmolLM2-135M-Instruct"),
             ("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-0.5B-Instruct"),
             ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.2-1B-Instruct")} <= pairs
+
+
+def test_self_and_cross_tokenizer_presets():
+    by = {p.drafter: p for p in presets.PRESETS if p.drafter in ("self", "cross-tokenizer")}
+    assert (by["self"].label, by["self"].target, by["self"].draft) == (
+        "SmolLM2-135M · self-speculation (offline)", "embedded", "")
+    assert (by["cross-tokenizer"].label, by["cross-tokenizer"].target, by["cross-tokenizer"].draft) == (
+        "Qwen2.5-Coder 1.5B ← SmolLM2-135M · cross-tokenizer (offline, after fetch)", "qwen-coder-1.5b", "embedded")
+
+
+@pytest.mark.parametrize("preset", presets.PRESETS, ids=lambda p: p.label)
+@pytest.mark.parametrize("limits", [TEST_LIMITS, space_config.PUBLIC_LIMITS], ids=["local", "public"])
+def test_every_preset_is_a_valid_request_locally_and_in_public_mode(preset, limits):
+    import app
+
+    checked = check(limits, target=preset.target, draft=preset.draft, drafter=preset.drafter)
+    assert (checked.target, checked.draft or "", checked.drafter) == (preset.target, preset.draft, preset.drafter)
+    assert bool(preset.draft) == needs_draft_model(preset.drafter)  # a draft exactly where the drafter reads one
+    note = app.make_handlers(limits, ModelStore(device="cpu"), 3.0)[2](preset.label)
+    assert note[:3] == (preset.target, preset.draft, preset.drafter)
+
+
+def test_public_mode_serves_every_presets_models_and_no_other():
+    assert set(presets.allowlist()) == {m for p in presets.PRESETS for m in (p.target, p.draft) if m}
+    assert space_config.PUBLIC_LIMITS.allowlist == presets.allowlist() and "" not in presets.allowlist()
 
 
 def test_qwen_preset_is_available_once_fetched(tmp_path, monkeypatch):
@@ -202,9 +325,13 @@ def test_qwen_preset_is_available_once_fetched(tmp_path, monkeypatch):
     assert not qwen.available()
     assert any("not fetched yet" in label for label, _ in presets.choices())
     (tmp_path / "gguf").mkdir()
-    for spec in (offline.QWEN_TARGET, offline.QWEN_DRAFT):
-        (tmp_path / "gguf" / (spec["file"] + ".sha256")).write_text("x")
-    assert qwen.available()
+    cross = next(p for p in presets.PRESETS if p.drafter == "cross-tokenizer")
+    assert not cross.available()
+    (tmp_path / "gguf" / (offline.QWEN_TARGET["file"] + ".sha256")).write_text("x")
+    assert cross.available() and not qwen.available()  # the cross pair needs only the 1.5B target
+    (tmp_path / "gguf" / (offline.QWEN_DRAFT["file"] + ".sha256")).write_text("x")
+    assert qwen.available() and cross.available()
+    assert all(p.available() for p in presets.PRESETS if "qwen-coder" not in (p.target + p.draft))
 
 
 # ---------------------------------------------------------------- store
@@ -522,3 +649,35 @@ def test_auto_fields_pick_the_best_drafter_the_fields_allow():
     import app
     assert app.auto_fields("qwen-coder-0.5b") == ("hybrid", "cost", False)
     assert app.auto_fields("  ") == ("prompt-lookup", "cost", False) == app.auto_fields(None)
+    assert app.auto_fields("qwen-coder-0.5b", same_tokenizer=False) == ("cross-tokenizer", "cost", False)
+    assert app.auto_fields("", same_tokenizer=False) == ("prompt-lookup", "cost", False)
+
+
+def test_auto_picks_cross_tokenizer_for_a_loaded_draft_with_another_tokenizer_and_never_loads():
+    import app
+
+    models = {"qwen-coder-1.5b": tiny_tokenizer(), "qwen-coder-0.5b": tiny_tokenizer(),
+              "embedded": tiny_tokenizer(shuffle_seed=7)}
+    loads = []
+
+    def loader(spec, **kwargs):
+        loads.append(spec)
+        return Loaded(spec, tiny_model("llama", vocab=128), models[spec], torch.device("cpu"), torch.float32)
+
+    store = ModelStore(max_models=3, loader=loader, hub_probe=lambda: True)
+    auto = app.make_handlers(TEST_LIMITS, store, 3.0)[4]
+    # Nothing loaded: the tokenizers are unknown, and Auto does not load them to find out.
+    assert auto("qwen-coder-1.5b", "embedded")[0] == "hybrid"
+    assert store.same_tokenizer("qwen-coder-1.5b", "embedded") is None
+    assert loads == []
+    log = lambda message: None  # noqa: E731
+    for spec in models:
+        store.model(spec, log)
+    assert auto("qwen-coder-1.5b", " embedded ") == ("cross-tokenizer", "cost", False)
+    assert auto("qwen-coder-1.5b", "qwen-coder-0.5b") == ("hybrid", "cost", False)
+    assert auto("qwen-coder-1.5b", "") == ("prompt-lookup", "cost", False)
+    assert auto("no such model!", "embedded")[0] == "hybrid"  # fields that do not even validate: today's rule
+    assert len(loads) == 3
+    # A pair built already answers from its own check.
+    pair = store.pair("qwen-coder-1.5b", "embedded", log)
+    assert pair.tokenizer_mismatch is not None and store.same_tokenizer("qwen-coder-1.5b", "embedded") is False

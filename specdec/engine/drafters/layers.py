@@ -34,9 +34,9 @@ def layer_view(model: torch.nn.Module, layers: Sequence[int]) -> torch.nn.Module
 
 
 def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
-    layers = getattr(getattr(model, model.base_model_prefix, None), "layers", None)
+    layers = getattr(getattr(model, getattr(model, "base_model_prefix", ""), None), "layers", None)
     if not isinstance(layers, torch.nn.ModuleList):
-        raise ValueError(f"{type(model).__name__} keeps no decoder layer list at .{model.base_model_prefix}.layers, "
+        raise ValueError(f"{type(model).__name__} keeps no decoder layer list at .model.layers, "
                          "so it cannot draft for itself by skipping layers")
     return layers
 
@@ -46,12 +46,17 @@ def check_layers(layers: Sequence[int], n_layers: int) -> tuple[int, ...]:
     if not chosen:
         raise ValueError("self-speculation needs at least one layer")
     if not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n_layers for i in chosen):
-        raise ValueError(f"layers must be integers in [0, {n_layers - 1}] (the model has {n_layers}), got {list(chosen)}")
+        raise ValueError(f"layers must be integers in [0, {n_layers - 1}] (the model has {n_layers}), "
+                         f"got {_brief(chosen)}")
     if list(chosen) != sorted(set(chosen)):
-        raise ValueError(f"layers must be increasing and distinct, got {list(chosen)}")
+        raise ValueError(f"layers must be increasing and distinct, got {_brief(chosen)}")
     if len(chosen) == n_layers:
         raise ValueError(f"a draft from all {n_layers} layers is the target itself; skip at least one layer")
     return chosen
+
+
+def _brief(layers: tuple) -> str:
+    return str(list(layers)) if len(layers) <= 12 else f"{list(layers[:12])[:-1]}, ... ({len(layers)} entries)]"
 
 
 def first_layers(n_layers: int) -> tuple[int, ...]:
@@ -63,13 +68,16 @@ def parse_layers(text: str, n_layers: int) -> tuple[int, ...]:
     """'0-7,10,12-13' -> (0, ..., 7, 10, 12, 13); an empty text is the default first half."""
     text = text.strip()
     if not text:
-        return first_layers(n_layers)
+        return check_layers(first_layers(n_layers), n_layers)
     chosen: list[int] = []
     for part in text.split(","):
         match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
         if not match:
             raise ValueError(f"cannot read layers {text!r}: write indices and ranges like '0-7,10,12-13'")
         start, end = int(match[1]), int(match[2] or match[1])
+        if end < start or end >= n_layers:  # checked before expanding: '0-10**12' must not build a list
+            raise ValueError(f"layer range {part.strip()!r} must run upwards within [0, {n_layers - 1}] "
+                             f"(the model has {n_layers} layers)")
         chosen += range(start, end + 1)
     return check_layers(sorted(set(chosen)), n_layers)
 

@@ -12,7 +12,7 @@ from transformers.cache_utils import DynamicLayer
 from ..config import Sampling
 from ..kvcache import CachedModel, common_prefix
 from .base import Draft
-from .layers import decoder_layers, first_layers, layer_view
+from .layers import check_layers, decoder_layers, first_layers, layer_view
 from .model import ModelDrafter
 
 
@@ -34,7 +34,7 @@ class SelfDrafter:
 
     def __init__(self, target: CachedModel, layers: Sequence[int] | None = None, confidence: float = 0.0):
         n_layers = len(decoder_layers(target.model))
-        self.layers = tuple(layers) if layers else first_layers(n_layers)
+        self.layers = check_layers(layers or first_layers(n_layers), n_layers)
         self.model = ModelDrafter(layer_view(target.model, self.layers), target.vocab_size, confidence)
         self.target = target
         self.borrows = self.layers == tuple(range(len(self.layers))) and _plain(self.model.draft)

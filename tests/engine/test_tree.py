@@ -1,0 +1,509 @@
+"""Token trees: the structure; one target pass over a tree gives every branch's logits and, once
+gathered, the cache a plain run of the accepted branch would; greedy acceptance follows the argmax;
+sampled acceptance is exact for the target, checked by enumerating every draft tree and every
+accept/reject outcome on a tiny vocabulary, then by Monte Carlo, with wrong q rules shown to fail."""
+import itertools
+
+import pytest
+import torch
+from transformers import DynamicCache
+
+from conftest import tiny_model
+from specdec.engine.sampling import sample_from
+from specdec.engine.tree import (
+    Tree, TreeVerdict, accept_greedy, accept_sampled, accepted_positions, check_tree_attention,
+    gather_cache, merge_prefixes, tree_inputs,
+)
+from specdec.engine.verify import residual
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors gain nothing from intra-op threads; on a busy 2-core machine two threads wait on
+    each other (a forward of the tiny model measured 270 ms with 2 threads, 2.3 ms with 1)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# --- structure -----------------------------------------------------------------------------------
+
+
+def uniform_q(n: int, v: int = 4) -> torch.Tensor:
+    return torch.full((n, v), 1.0 / v)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(tokens=(1, 2), parents=(-1,)), "one parent per token"),
+    (dict(tokens=(1, 2), parents=(1, -1)), "topological"),  # parent after its child
+    (dict(tokens=(1,), parents=(0,)), "topological"),  # its own parent
+    (dict(tokens=(1,), parents=(-2,)), "topological"),
+    (dict(tokens=(-1,), parents=(-1,)), ">= 0"),
+    (dict(tokens=(1,), parents=(-1,), draws="beam"), "draws must be"),
+    (dict(tokens=(1,), parents=(-1,), draws="iid"), r"needs q of shape \[1, V\]"),
+    (dict(tokens=(1,), parents=(-1,), q=uniform_q(2), draws="iid"), r"got \(2, 4\)"),
+    (dict(tokens=(1,), parents=(-1,), q=uniform_q(1)), "pass q=None"),
+    (dict(tokens=(1, 2), parents=(-1, -1), q=torch.eye(4)[:2], draws="iid"), "share their q row"),
+    (dict(tokens=(1, 1), parents=(-1, -1), q=uniform_q(2), draws="without-replacement"), "repeat a token"),
+])
+def test_invalid_trees_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Tree(**kwargs)
+
+
+def test_depth_children_path():
+    tree = Tree((10, 11, 12, 13, 14), (-1, -1, 0, 2, 0))
+    assert tree.children(-1) == (0, 1) and tree.children(0) == (2, 4) and tree.children(3) == ()
+    assert [tree.depth(i) for i in range(-1, 5)] == [0, 1, 1, 2, 3, 2]
+    assert tree.path(3) == (0, 2, 3) and tree.path(1) == (1,) and tree.path(-1) == ()
+    assert len(tree) == 5 and tree.draws == "top" and tree.q is None
+
+
+def test_merge_prefixes_shares_prefixes_in_topological_order():
+    branches = [[5, 6, 7], [5, 6, 8], [5, 9], [4], [5, 6, 7], []]
+    tree = merge_prefixes(branches)
+    assert tree.tokens == (5, 6, 7, 8, 9, 4)
+    assert tree.parents == (-1, 0, 1, 1, 0, -1)
+    assert all(parent < node for node, parent in enumerate(tree.parents))
+    paths = {tuple(tree.tokens[i] for i in tree.path(node)) for node in range(len(tree))}
+    assert all(tuple(b) in paths for b in branches if b)
+    assert len(merge_prefixes([])) == 0
+
+
+# --- one target pass over a tree -----------------------------------------------------------------
+
+
+def test_tree_inputs_exact():
+    # root(5) -> 7 -> 8 -> 6, and root -> 9; two cached prefix positions
+    tree = Tree((7, 8, 9, 6), (-1, 0, -1, 1))
+    ids, positions, mask = tree_inputs(2, tree, 5, dtype=torch.bfloat16)
+    assert torch.equal(ids, torch.tensor([[5, 7, 8, 9, 6]]))
+    assert torch.equal(positions, torch.tensor([[2, 3, 4, 3, 5]]))
+    seen = torch.tensor([
+        # p0 p1 root 7  8  9  6
+        [1, 1, 1, 0, 0, 0, 0],  # root
+        [1, 1, 1, 1, 0, 0, 0],  # 7
+        [1, 1, 1, 1, 1, 0, 0],  # 8
+        [1, 1, 1, 0, 0, 1, 0],  # 9
+        [1, 1, 1, 1, 1, 0, 1],  # 6
+    ], dtype=torch.bool)
+    low = torch.finfo(torch.bfloat16).min
+    assert mask.dtype == torch.bfloat16 and mask.shape == (1, 1, 5, 7)
+    assert torch.equal(mask[0, 0], torch.where(seen, 0.0, low).to(torch.bfloat16))
+
+
+def test_tree_inputs_root_only():
+    ids, positions, mask = tree_inputs(0, Tree((), ()), 5)
+    assert ids.tolist() == [[5]] and positions.tolist() == [[0]] and mask.tolist() == [[[[0.0]]]]
+
+
+VOCAB = 50
+PREFIX = [3, 17, 4, 22, 9, 31, 12]  # cached before the tree pass
+LAST = 40  # the last committed token: the root, fed with the tree
+# Branches repeat tokens at different depths (6, 7), so positions matter; depths up to 4.
+BRANCHES = [[5, 6, 7], [5, 8], [9, 6, 7, 10], [6]]
+ATOL = 1e-5  # fp32, with allclose's rtol 1e-5: observed at most 9e-6 on logits up to 5 (the tree
+# pass sums attention over more, masked, keys than a plain run, so rounding differs)
+
+
+@pytest.fixture(scope="module", params=["eager", "sdpa"])
+def model(request):
+    model = tiny_model("llama", seed=0, vocab=VOCAB)  # hidden 64, 2 layers, 4 heads (2 KV), fp32
+    model.set_attn_implementation(request.param)
+    check_tree_attention(model.config)
+    return model
+
+
+def prefilled(model, ids: list[int]) -> DynamicCache:
+    cache = DynamicCache(config=model.config)
+    model(input_ids=torch.tensor([ids]), past_key_values=cache, use_cache=True)
+    return cache
+
+
+def tree_pass(model, tree: Tree, mask_dtype=None) -> tuple[torch.Tensor, DynamicCache]:
+    """[1 + n, V] logits of one pass over the root and the tree, and the cache after it."""
+    cache = prefilled(model, PREFIX)
+    ids, positions, mask = tree_inputs(len(PREFIX), tree, LAST)
+    if mask_dtype is torch.bool:
+        mask = mask == 0
+    out = model(input_ids=ids, position_ids=positions, attention_mask=mask, past_key_values=cache,
+                use_cache=True)
+    return out.logits[0], cache
+
+
+def branch_tokens(tree: Tree, node: int) -> list[int]:
+    return [tree.tokens[i] for i in tree.path(node)]
+
+
+def plain_logits(model, ids: list[int]) -> torch.Tensor:
+    return model(input_ids=torch.tensor([ids])).logits[0, -1]
+
+
+@torch.inference_mode()
+def test_tree_pass_equals_plain_runs_of_each_branch(model):
+    tree = merge_prefixes(BRANCHES)
+    logits, cache = tree_pass(model, tree)
+    assert cache.get_seq_length() == len(PREFIX) + 1 + len(tree)
+    for node in range(-1, len(tree)):
+        want = plain_logits(model, PREFIX + [LAST] + branch_tokens(tree, node))
+        assert torch.allclose(logits[node + 1], want, atol=ATOL), (node, (logits[node + 1] - want).abs().max())
+
+
+@torch.inference_mode()
+def test_boolean_mask_is_silently_wrong_under_eager(model):
+    """Why the mask is additive: eager adds the mask to the scores, so True/False become +1/+0 and
+    nothing is masked, with no error. sdpa reads a boolean mask correctly."""
+    tree = merge_prefixes(BRANCHES)
+    logits, _ = tree_pass(model, tree, mask_dtype=torch.bool)
+    want = plain_logits(model, PREFIX + [LAST] + branch_tokens(tree, 1))
+    error = (logits[2] - want).abs().max().item()
+    if model.config._attn_implementation == "eager":
+        assert error > 1e-2
+    else:
+        assert error < ATOL
+
+
+def test_flash_attention_is_refused():
+    config = tiny_model("llama", seed=0, vocab=VOCAB).config
+    config._attn_implementation = "flash_attention_2"
+    with pytest.raises(ValueError, match="ignores a 4D tree mask"):
+        check_tree_attention(config)
+
+
+# --- the cache after a tree pass -----------------------------------------------------------------
+
+# node of BRANCHES' tree whose path is accepted: none, a depth-1 leaf at the end (a gap before it),
+# an inner node, a depth-4 branch, and the first-child chain (contiguous: the crop path)
+ACCEPTED = {"root": -1, "leaf": 8, "inner": 5, "deep": 7, "chain": 2}
+
+
+@pytest.mark.parametrize("case", ACCEPTED)
+@torch.inference_mode()
+def test_gathered_cache_equals_recomputed(model, case):
+    tree = merge_prefixes(BRANCHES)
+    assert branch_tokens(tree, ACCEPTED["deep"]) == [9, 6, 7, 10]  # the cases mean what they say
+    path = tree.path(ACCEPTED[case])
+    _, cache = tree_pass(model, tree)
+    gather_cache(cache, accepted_positions(len(PREFIX), path))
+    committed = PREFIX + [LAST] + branch_tokens(tree, ACCEPTED[case])
+    fresh = prefilled(model, committed)
+    assert cache.get_seq_length() == fresh.get_seq_length() == len(committed)
+    for got, want in zip(cache.layers, fresh.layers):
+        assert torch.allclose(got.keys, want.keys, atol=ATOL)
+        assert torch.allclose(got.values, want.values, atol=ATOL)
+    # Decoding goes on from the gathered cache as from the fresh one (default positions from its length).
+    after = [model(input_ids=torch.tensor([[11, 12]]), past_key_values=c, use_cache=True).logits[0]
+             for c in (cache, fresh)]
+    assert torch.allclose(after[0], after[1], atol=ATOL)
+
+
+def test_accepted_positions():
+    assert accepted_positions(3, ()) == [0, 1, 2, 3]
+    assert accepted_positions(3, (0, 4, 6)) == [0, 1, 2, 3, 4, 8, 10]
+
+
+def test_gather_cache_refuses_what_it_cannot_gather():
+    k = torch.zeros(1, 2, 6, 4)
+    sliding = DynamicCache(ddp_cache_data=[(k, k, torch.tensor(4))])
+    with pytest.raises(ValueError, match="DynamicSlidingWindowLayer"):
+        gather_cache(sliding, [0, 1])
+    full = DynamicCache(ddp_cache_data=[(k, k)])
+    for keep in ([0, 2, 1], [0, 0], [0, 6], [-1, 0]):
+        with pytest.raises(ValueError, match="increasing positions"):
+            gather_cache(full, keep)
+    with pytest.raises(ValueError, match="DynamicCache"):
+        gather_cache(object(), [0])
+    gather_cache(full, [0, 3, 5])
+    assert full.get_seq_length() == 3
+
+
+# --- greedy acceptance ---------------------------------------------------------------------------
+
+
+def test_accept_greedy_follows_the_argmax():
+    # root -> 5 (node 0) -> 6 (1) -> 7 (2); 5 -> 8 (3); root -> 9 (4); root -> 5 again (5)
+    tree = Tree((5, 6, 7, 8, 9, 5), (-1, 0, 1, 0, -1, -1))
+    assert accept_greedy(tree, [5, 6, 7, 2, 0, 0, 0]) == TreeVerdict((0, 1, 2), 2)  # to a leaf: bonus
+    assert accept_greedy(tree, [5, 8, 3, 0, 4, 0, 0]) == TreeVerdict((0, 3), 4)
+    assert accept_greedy(tree, [5, 1, 0, 0, 0, 0, 0]) == TreeVerdict((0,), 1)  # correction at node 0
+    assert accept_greedy(tree, [9, 0, 0, 0, 0, 3, 0]) == TreeVerdict((4,), 3)
+    assert accept_greedy(tree, torch.tensor([1, 0, 0, 0, 0, 0, 0])) == TreeVerdict((), 1)
+    with pytest.raises(ValueError, match="need 7 argmaxes"):
+        accept_greedy(tree, [5])
+
+
+@torch.inference_mode()
+def test_tree_holding_the_greedy_continuation_gets_it_accepted(model):
+    greedy = []
+    for _ in range(4):
+        greedy.append(int(plain_logits(model, PREFIX + [LAST] + greedy).argmax()))
+    g0, g1, g2, g3 = greedy
+
+    def other(token: int) -> int:  # a token that is not the argmax there
+        return (token + 1) % VOCAB
+
+    branches = [[other(g0), g1], [g0, other(g1), g2], [g0, g1, other(g2), 4], [g0, g1, g2]]
+    tree = merge_prefixes(branches)
+    logits, _ = tree_pass(model, tree)
+    verdict = accept_greedy(tree, logits.argmax(-1))
+    assert branch_tokens(tree, verdict.path[-1]) == [g0, g1, g2] and verdict.token == g3
+
+
+# --- sampled acceptance, exactly -----------------------------------------------------------------
+#
+# A draft tree of shape (m1, m2): m1 children of the root, m2 children under each. Every tree the
+# draft can draw is enumerated with its probability; for each, every accept/reject outcome with its
+# exact probability (accepting x with probability min(1, r(x)/q(x)) is a threshold on a uniform, so
+# a uniform inside the accept or reject interval realises each branch), and every final token by
+# the cells the final distribution cuts [0, 1) into. accept_sampled is called on each, and the
+# emitted tokens, continued by the target itself, must have the target's distribution.
+
+V = 3
+
+
+def tables(seed: int, v: int, zeros_p: bool, zeros_q: bool, floor: float = 0.05):
+    """Target p(.|prefix) for prefixes up to 2 tokens and draft q(.|prefix) up to 1 token."""
+    g = torch.Generator().manual_seed(seed)
+    p, q = {}, {}
+    for table, longest, zeros in ((p, 2, zeros_p), (q, 1, zeros_q)):
+        for length in range(longest + 1):
+            for prefix in itertools.product(range(v), repeat=length):
+                row = torch.rand(v, generator=g, dtype=torch.float64) + floor
+                if zeros and torch.rand(1, generator=g).item() < 0.5:
+                    row[torch.randint(v, (1,), generator=g)] = 0.0  # a token that side never picks
+                table[prefix] = row / row.sum()
+    return p, q
+
+
+def sibling_draws(q: torch.Tensor, m: int, draws: str) -> list[tuple[tuple[int, ...], float]]:
+    """Every ordered sibling group of m tokens the draft can draw from q, with its probability."""
+    if draws == "top":
+        return [(tuple(sorted(range(len(q)), key=lambda t: (-q[t].item(), t))[:m]), 1.0)]
+    groups = []
+    for group in itertools.product(range(len(q)), repeat=m):
+        if draws == "without-replacement" and len(set(group)) < m:
+            continue
+        weight, left = 1.0, q.clone()
+        for token in group:
+            weight *= (left[token] / left.sum()).item()
+            if draws == "without-replacement":
+                left[token] = 0.0
+        if weight > 0:
+            groups.append((group, weight))
+    return groups
+
+
+def drafted_trees(q, shape: tuple[int, int], draws: str, verify_as: str, told=None) -> list[tuple[Tree, float]]:
+    """Every tree the draft draws from q (root children, then each one's children, in draw order),
+    with its probability. accept_sampled is told `verify_as` draws from `told` (default: q): the
+    truth, or a wrong rule to show the test's power."""
+    m1, m2 = shape
+    told = q if told is None else told
+    trees = []
+    for first, w1 in sibling_draws(q[()], m1, draws):
+        for seconds in itertools.product(*[sibling_draws(q[(x,)], m2, draws) for x in first]):
+            tokens, parents, rows, weight = list(first), [-1] * m1, [told[()]] * m1, w1
+            for i, (group, w2) in enumerate(seconds):
+                tokens += group
+                parents += [i] * m2
+                rows += [told[(first[i],)]] * m2
+                weight *= w2
+            qs = None if verify_as == "top" else torch.stack(rows)
+            trees.append((Tree(tuple(tokens), tuple(parents), qs, verify_as), weight))
+    return trees
+
+
+def target_rows(tree: Tree, p) -> torch.Tensor:
+    return torch.stack([p[tuple(tree.tokens[i] for i in tree.path(node))] for node in range(-1, len(tree))])
+
+
+def proposal(tree: Tree, node: int, tried: list[int], v: int) -> torch.Tensor:
+    """The test's own statement of q_i: what the rule assumes node's token was drawn from."""
+    if tree.draws == "top":
+        return torch.nn.functional.one_hot(torch.tensor(tree.tokens[node]), v).double()
+    q = tree.q[node].clone()
+    if tree.draws == "without-replacement":
+        q[tried] = 0.0
+        q = q / q.sum()
+    return q
+
+
+def outcomes(tree: Tree, p_rows: torch.Tensor):
+    """(probability, accept uniforms, final distribution, accepted path) of every accept/reject
+    outcome of the rule on this tree."""
+    found = []
+
+    def visit(node, weight, us, path):
+        r, tried = p_rows[node + 1], []
+        for child in tree.children(node):
+            x = tree.tokens[child]
+            if tree.draws == "top" and x in tried:
+                continue
+            q = proposal(tree, child, tried, len(r))
+            t = min(1.0, (r[x] / q[x]).item()) if q[x] > 0 else float(r[x] > 0)
+            if t > 0:  # accept: any u < t
+                visit(child, weight * t, {**us, child: t / 2}, path + [child])
+            if t == 1:
+                return
+            weight, us = weight * (1 - t), {**us, child: (1 + t) / 2}  # reject: any u >= t
+            r, tried = residual(r, q), tried + [x]
+        found.append((weight, us, r, path))
+
+    visit(-1, 1.0, {}, [])
+    return found
+
+
+def cells(dist: torch.Tensor):
+    """Midpoints and lengths of the intervals of [0, 1) on which an inverse-CDF draw is constant."""
+    cdf = (dist.cumsum(0) / dist.sum()).tolist()
+    edges = sorted({0.0, 1.0, *[c for c in cdf if 0.0 < c < 1.0]})
+    return [((a + b) / 2, b - a) for a, b in zip(edges, edges[1:])]
+
+
+def emitted_distribution(trees: list[tuple[Tree, float]], p) -> dict[tuple[int, ...], float]:
+    out: dict[tuple[int, ...], float] = {}
+    for tree, w_tree in trees:
+        p_rows = target_rows(tree, p)
+        for w, us, r, path in outcomes(tree, p_rows):
+            u_accept = [us.get(node, 0.5) for node in range(len(tree))]  # untried nodes: any value
+            for u_final, length in cells(r):
+                verdict = accept_sampled(tree, p_rows, u_accept, u_final)
+                assert verdict.path == tuple(path)  # the rule took the branch the test integrates
+                emitted = tuple(tree.tokens[i] for i in path) + (verdict.token,)
+                out[emitted] = out.get(emitted, 0.0) + w_tree * w * length
+    return out
+
+
+def worst_error(emitted, p, v: int, length: int = 3) -> float:
+    """Continue each emitted prefix with the target up to `length` tokens: the round is exact iff
+    every sequence then has the target's probability."""
+    assert abs(sum(emitted.values()) - 1.0) < 1e-12
+
+    def target(seq, start=0):
+        prob = 1.0
+        for i in range(start, len(seq)):
+            prob *= p[seq[:i]][seq[i]].item()
+        return prob
+
+    worst = 0.0
+    for seq in itertools.product(range(v), repeat=length):
+        spec = sum(emitted.get(seq[:m], 0.0) * target(seq, m) for m in range(1, length + 1))
+        worst = max(worst, abs(spec - target(seq)))
+    return worst
+
+
+@pytest.mark.parametrize("draws,shape,seed,zeros_p,zeros_q", [
+    ("iid", (2, 2), 0, False, False),
+    ("iid", (3, 1), 1, True, True),
+    ("without-replacement", (2, 2), 2, False, False),
+    ("without-replacement", (3, 1), 3, True, False),  # all of V tried at the root: empty residual
+    ("top", (2, 2), 4, True, True),
+    ("top", (3, 1), 5, False, False),
+    ("top", (1, 0), 6, False, False),  # a chain of one: plain speculative decoding, greedy draft
+])
+def test_accept_sampled_reproduces_the_target_exactly(draws, shape, seed, zeros_p, zeros_q):
+    p, q = tables(seed, V, zeros_p, zeros_q)
+    trees = drafted_trees(q, shape, draws, verify_as=draws)
+    assert abs(sum(w for _, w in trees) - 1.0) < 1e-12
+    assert worst_error(emitted_distribution(trees, p), p, V) < 1e-9
+
+
+def test_repeated_deterministic_siblings_stay_exact():
+    """A "top" tree may propose a token twice (two drafters, one token); the repeat is skipped."""
+    p, _ = tables(7, V, True, False)
+    tree = Tree((1, 1, 2, 0, 0), (-1, -1, -1, 0, 0))
+    assert worst_error(emitted_distribution([(tree, 1.0)], p), p, V) < 1e-9
+
+
+def test_the_one_hot_rule_is_exact_for_any_draft_but_accepts_less():
+    """Told "top" (q one-hot), the rule accepts x with probability r(x) and otherwise drops x from
+    r: exact for any proposed x, so for sampled siblings too, whatever they were drawn from. The
+    true q is worth keeping only for acceptance: sum min(r, q) >= sum r * q."""
+    p, q = tables(8, V, False, False)
+    for draws in ("iid", "without-replacement"):
+        one_hot = emitted_distribution(drafted_trees(q, (2, 1), draws, "top"), p)
+        true_q = emitted_distribution(drafted_trees(q, (2, 1), draws, draws), p)
+        assert worst_error(one_hot, p, V) < 1e-9
+        accepted = [sum(w for emitted, w in dist.items() if len(emitted) > 1) for dist in (one_hot, true_q)]
+        assert accepted[0] < accepted[1] - 0.01, (draws, accepted)
+
+
+def sharpened(q):
+    """q as it would be before a temperature of 1/2 was applied: not what was sampled from."""
+    return {prefix: row**2 / (row**2).sum() for prefix, row in q.items()}
+
+
+@pytest.mark.parametrize("draws,verify_as,wrong_q,seed", [
+    ("without-replacement", "iid", False, 12),  # q_i = q, ignoring the siblings already drawn
+    ("top", "iid", False, 8),  # the draft's softmax q for deterministic top-k siblings (EAGLE #110)
+    ("iid", "iid", True, 8),  # a q other than the one sampled from (processed differently)
+])
+def test_a_wrong_q_is_caught(draws, verify_as, wrong_q, seed):
+    """The enumeration has power: each wrong q_i moves the output off the target."""
+    p, q = tables(seed, V, False, False)
+    trees = drafted_trees(q, (2, 2), draws, verify_as, told=sharpened(q) if wrong_q else None)
+    assert worst_error(emitted_distribution(trees, p), p, V) > 1e-3
+
+
+# --- sampled acceptance, by Monte Carlo ----------------------------------------------------------
+
+MC_V, MC_DRAWS = 5, 20_000
+CHI2_999_DF24 = 51.179  # chi-square quantile 0.999 for 24 degrees of freedom (25 two-token cells)
+
+
+def sample_group(q: list[float], m: int, draws: str, us: list[float]) -> list[int]:
+    """m siblings drawn from q by inverse CDF (plain Python: this loop runs 20,000 times)."""
+    if draws == "top":
+        return sorted(range(len(q)), key=lambda t: -q[t])[:m]
+    group, left = [], list(q)
+    for u in us[:m]:
+        target, total, token = u * sum(left), 0.0, len(left) - 1
+        for t, mass in enumerate(left):
+            total += mass
+            if target < total:
+                token = t
+                break
+        group.append(token)
+        if draws == "without-replacement":
+            left[token] = 0.0
+    return group
+
+
+def monte_carlo_chi2(draws: str, verify_as: str, seed: int, n: int = MC_DRAWS) -> float:
+    """Draw a (2, 2) tree, verify it, and take the first two emitted tokens (the second from the
+    target when the round emitted one); chi-square of their counts against p(a) p(b|a). The draft
+    is sharper than the target (floor 0.02 against 0.3), so rejections and later siblings matter."""
+    p, _ = tables(seed, MC_V, False, False, floor=0.3)
+    _, q = tables(seed + 1, MC_V, False, False, floor=0.02)
+    q_lists = {prefix: row.tolist() for prefix, row in q.items()}
+    g = torch.Generator().manual_seed(seed)
+    us = torch.rand(n, 14, generator=g, dtype=torch.float64).tolist()
+    counts = torch.zeros(MC_V, MC_V)
+    for u in us:
+        first = sample_group(q_lists[()], 2, draws, u[0:2])
+        tokens, parents, rows = list(first), [-1, -1], [q[()]] * 2
+        for i, x in enumerate(first):
+            tokens += sample_group(q_lists[(x,)], 2, draws, u[2 + 2 * i: 4 + 2 * i])
+            parents += [i, i]
+            rows += [q[(x,)]] * 2
+        tree = Tree(tuple(tokens), tuple(parents), None if verify_as == "top" else torch.stack(rows), verify_as)
+        path, token = accept_sampled(tree, target_rows(tree, p), u[6:12], u[12])
+        emitted = [tree.tokens[i] for i in path] + [token]
+        if len(emitted) == 1:
+            emitted.append(sample_from(p[(token,)], u[13]))
+        counts[emitted[0], emitted[1]] += 1
+    expected = torch.stack([p[()][a] * p[(a,)] for a in range(MC_V)]).float() * n
+    return ((counts - expected) ** 2 / expected).sum().item()
+
+
+def test_monte_carlo_matches_the_target():
+    assert monte_carlo_chi2("without-replacement", "without-replacement", seed=12) < CHI2_999_DF24
+
+
+@pytest.mark.parametrize("draws,n", [("without-replacement", MC_DRAWS), ("top", MC_DRAWS // 10)])
+def test_monte_carlo_catches_a_wrong_q(draws, n):
+    """Verified as iid: q_i = q for siblings drawn without replacement (a bias of a few percent:
+    chi-square ~90 at 20,000 draws), and the draft's softmax q for top-k siblings (gross: ~9,000
+    at 2,000 draws). Both fail."""
+    assert monte_carlo_chi2(draws, "iid", seed=12, n=n) > CHI2_999_DF24
