@@ -111,14 +111,13 @@ def stats_rows(stats: dict, standard: dict, speculative: dict, greedy: bool, fin
 
 def layer_ranges(layers) -> str:
     """(0, 1, 2, 3, 9, 11, 12) -> '0-3,9,11-12': layer indices as the Self-draft layers field takes them."""
-    parts: list[str] = []
+    runs: list[list[int]] = []  # [first, last] of each run of consecutive layers
     for i in layers:
-        if parts and i == last + 1:
-            parts[-1] = f"{parts[-1].split('-')[0]}-{i}"
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
         else:
-            parts.append(str(i))
-        last = i
-    return ",".join(parts)
+            runs.append([i, i])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def drafter_label(drafter: str, layers=None) -> str:
