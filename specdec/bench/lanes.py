@@ -77,9 +77,10 @@ def _assisted_defaults(models: Models, k: int) -> dict:
 def _universal(models: Models, k: int) -> dict:
     """transformers' universal assisted generation: a draft with another tokenizer (the string path
     when greedy, the token intersection when sampling), at constant k without a confidence stop, as ours."""
-    _assisted("constant", 0.0)(models, k)
-    return {"assistant_model": models.draft.model, "tokenizer": models.target.tokenizer,
-            "assistant_tokenizer": models.draft.tokenizer}
+    kwargs = _assisted("constant", 0.0)(models, k)
+    if models.pair.tokenizer_mismatch is None:  # transformers refuses assistant_tokenizer for a same-tokenizer draft
+        return kwargs
+    return {**kwargs, "tokenizer": models.target.tokenizer, "assistant_tokenizer": models.draft.tokenizer}
 
 
 def _early_exit(models: Models, k: int) -> dict:

@@ -64,8 +64,8 @@ def test_self_drafter_output_is_the_engine_output(api, folders):
     ("0," * 101, "at most 200 characters"),
     ("0-99999999999999", "layer 99999999999999 is past the limit of 9999"),
     # Only the loaded target knows its depth: 2 layers here.
-    ("0-5", "draft_layers '0-5': layers must be integers in [0, 1] (the model has 2)"),
-    ("7", "layers must be integers in [0, 1] (the model has 2), got [7]"),
+    ("0-5", "draft_layers '0-5': layer range '0-5' must run upwards within [0, 1] (the model has 2 layers)"),
+    ("7", "layer range '7' must run upwards within [0, 1] (the model has 2 layers)"),
     ("0-1", "a draft from all 2 layers is the target itself; skip at least one layer"),
 ])
 def test_bad_draft_layers_name_the_limit_and_the_server_keeps_serving(api, folders, layers, message):

@@ -255,9 +255,9 @@ def test_the_loaded_targets_depth_checks_the_layers():
     assert app._draft_layers(check(), pair) is None
     assert app._draft_layers(check(drafter="self"), pair) == (0, 1)
     assert app._draft_layers(check(drafter="self", draft_layers="0-1, 3"), pair) == (0, 1, 3)
-    for typed, message in (("4", "draft_layers '4': layers must be integers in [0, 3] (the model has 4), got [4]"),
+    for typed, message in (("4", "draft_layers '4': layer range '4' must run upwards within [0, 3] (the model has 4"),
                            ("0-3", "draft_layers '0-3': a draft from all 4 layers is the target itself"),
-                           ("0-9999", "(the model has 4), got [0, 1, 2")):
+                           ("0-9999", "layer range '0-9999' must run upwards within [0, 3] (the model has 4")):
         with pytest.raises(InvalidInput) as error:
             app._draft_layers(check(drafter="self", draft_layers=typed), pair)
         assert message in str(error.value) and len(str(error.value)) < 450
