@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from conftest import loaded, perturbed, tiny_model, translated, word_tokenizer
-from test_sampling_e2e import chi_square, critical
+from test_sampling_e2e import chi_square, critical, joint
 from specdec.engine.config import Sampling, Speculation
 from specdec.engine.decoding import speculative_decode
 from specdec.engine.drafters import CrossTokenizerDrafter
@@ -145,19 +145,12 @@ def test_cross_tokenizer_sampling_matches_target(sampling):
         accepted += sum(r.accepted for r in rounds)
         rejected += sum(r.accepted < len(r.drafted) for r in rounds)
     assert accepted > RUNS // 20 and rejected > RUNS // 20
-    stat, dof = chi_square(counts, joint(target, prompt, sampling), RUNS)
+    stat, dof = chi_square(counts, joint(target, sampling, prompt, VOCAB), RUNS)
     assert stat < critical(dof), (stat, dof)
     # power: the draft's own distribution, moved to the target's ids, is told apart
     wrong = joint_moved(draft, drafter, prompt, sampling)
     wrong_stat, wrong_dof = chi_square(counts, wrong, RUNS)
     assert wrong_stat > critical(wrong_dof)
-
-
-def joint(model, prompt, sampling):
-    lane = CachedModel(model)
-    first = probs_from_logits(lane.logits(prompt, 1)[0], sampling).double()
-    return torch.stack([first[y] * probs_from_logits(lane.logits(prompt + [y], 1)[0], sampling).double()
-                        for y in range(VOCAB)])
 
 
 def joint_moved(draft, drafter, prompt, sampling):

@@ -38,11 +38,11 @@ class Scripted:
         pass
 
 
-def joint(model, sampling):
-    """Exact P(y1, y2) under a model with the given sampling settings."""
+def joint(model, sampling, prompt=PROMPT, vocab=VOCAB):
+    """Exact P(y1, y2) after prompt under a model with the given sampling settings."""
     lane = CachedModel(model)
-    first = probs_from_logits(lane.logits(PROMPT, 1)[0], sampling).double()
-    rows = [first[y] * probs_from_logits(lane.logits(PROMPT + [y], 1)[0], sampling).double() for y in range(VOCAB)]
+    first = probs_from_logits(lane.logits(prompt, 1)[0], sampling).double()
+    rows = [first[y] * probs_from_logits(lane.logits(prompt + [y], 1)[0], sampling).double() for y in range(vocab)]
     return torch.stack(rows)
 
 
