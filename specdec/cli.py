@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from .engine.config import Sampling, Speculation
+from .engine.config import Sampling, Speculation, TreeShape
 from .engine.drafters import DRAFTERS, best_drafter, needs_draft_model
 from .engine.layer_search import layers_from
 from .engine.policy import POLICIES
@@ -44,6 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--auto", action="store_true",
                      help="the best this pair can do: the cost policy with the hybrid drafter (prompt lookup "
                           "without --draft), and an int8 draft on CPU")
+    gen.add_argument("--tree-budget", type=int, default=TreeShape.budget,
+                     help="tree drafters: nodes the target verifies per round (the tree's depth is --k)")
+    gen.add_argument("--tree-branching", type=int, default=TreeShape.branching,
+                     help="draft-tree: children per expanded node, and nodes expanded per depth")
     gen.add_argument("--confidence", type=float, default=0.0,
                      help="end a model draft early after a token the draft gives less than this probability")
     gen.add_argument("--max-new-tokens", type=int, default=128)
@@ -120,7 +124,8 @@ def generate(args) -> None:
         prompt=args.prompt,
         max_new_tokens=args.max_new_tokens,
         sampling=Sampling(args.temperature, args.top_k, args.top_p, args.seed),
-        spec=Speculation(k=args.k, confidence=args.confidence, policy=policy_of(args)),
+        spec=Speculation(k=args.k, confidence=args.confidence, policy=policy_of(args),
+                         tree=TreeShape(args.tree_budget, args.tree_branching)),
         drafter=drafter,
         raw=args.raw,
         draft_layers=layers_from(args.draft_layers, pair.target.model),

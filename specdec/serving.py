@@ -56,6 +56,11 @@ UNSERVED = {
             "self-drafting methods (EAGLE, MTP heads) need trained draft heads",
     "cross-tokenizer": "vLLM's and SGLang's draft-model methods need a draft that shares the target's "
                        "vocabulary; serve with a same-family draft, or n-gram lookup",
+    "draft-tree": "the servers' token trees come with EAGLE-style draft heads (SGLang's "
+                  "--speculative-eagle-topk > 1); for a plain draft model compare the draft-model drafter "
+                  "here and serve its chain",
+    "lookup-tree": "vLLM's and SGLang's n-gram lookup flags are for a chain; compare the prompt-lookup "
+                   "drafter here and serve that",
 }
 
 

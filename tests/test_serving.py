@@ -4,10 +4,11 @@ import pytest
 from specdec.serving import serving_config
 
 
-@pytest.mark.parametrize("drafter", ["self", "cross-tokenizer"])
-def test_no_server_flags_for_drafters_servers_lack(drafter):
+@pytest.mark.parametrize("drafter,says", [("self", "need"), ("cross-tokenizer", "need"), ("draft-tree", "chain"),
+                                          ("lookup-tree", "chain")])
+def test_no_server_flags_for_drafters_servers_lack(drafter, says):
     out = serving_config({"k_settled": 4, "sources": {drafter: 9}}, drafter, "some-draft")
-    assert out["vllm"] is None and out["sglang"] is None and "need" in out["advice"]
+    assert out["vllm"] is None and out["sglang"] is None and says in out["advice"]
 
 
 def test_a_draft_model_run_still_gets_flags():

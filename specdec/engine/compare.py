@@ -28,7 +28,7 @@ def summarize(standard: list[TokenEvent], rounds: list[RoundEvent], k: int, gree
     adaptive k, prompt lookup and confidence stops too. `identical` is reported for greedy runs
     only: sampled lanes draw their random numbers differently, so their texts differ by design.
     """
-    drafted = [len(r.drafted) for r in rounds]
+    drafted = [draft_length(r) for r in rounds]
     accepted = [r.accepted for r in rounds]
     spec_ids = [t for r in rounds for t in r.tokens]
     std_seconds = sum(e.seconds for e in standard)
@@ -37,7 +37,7 @@ def summarize(standard: list[TokenEvent], rounds: list[RoundEvent], k: int, gree
     alpha = alpha_mle(drafted, accepted)
     # Costs are steady-state, like the standard step: round 0 carries both models' prefill.
     steady = rounds[1:] or rounds
-    c = cost_ratio(sum(r.draft_seconds for r in steady), sum(len(r.drafted) for r in steady), step)
+    c = cost_ratio(sum(r.draft_seconds for r in steady), sum(draft_length(r) for r in steady), step)
     # Verify cost: a target pass over a round's drafts plus one token, in units of one standard step.
     verifies = [r.verify_seconds for r in steady if r.drafted]
     verify_cost = statistics.fmean(verifies) / step if verifies and step > 0 else None
@@ -62,11 +62,34 @@ def summarize(standard: list[TokenEvent], rounds: list[RoundEvent], k: int, gree
         "k_per_round": [r.k for r in rounds],
         "k_settled": settled_k(rounds),
         "sources": dict(Counter(r.source for r in rounds if r.source)),
+        "tree": tree_summary(rounds),
     }
     stats["verdict"] = verdict(stats)
     if greedy:
         stats["identical"] = [e.token for e in standard] == spec_ids
     return stats
+
+
+def draft_length(r: RoundEvent) -> int:
+    """A chain's drafted tokens; a tree's depth. Either way the draft passes a round cost a model
+    drafter, and the longest run of tokens it could add, which is what the alpha-geometric model and
+    c (cost per draft pass) count. A tree's width shows in its verify cost and acceptance instead."""
+    return len(r.drafted) if r.tree is None else r.tree.depth
+
+
+def tree_summary(rounds: list[RoundEvent]) -> dict | None:
+    """Tree rounds' shape and yield: nodes verified, depth, and tokens per target pass."""
+    trees = [r for r in rounds if r.tree is not None]
+    if not trees:
+        return None
+    mean = lambda values: statistics.fmean(values)  # noqa: E731
+    return {
+        "rounds": len(trees),
+        "nodes_per_round": mean([len(r.tree.tokens) for r in trees]),
+        "depth_per_round": mean([r.tree.depth for r in trees]),
+        "accepted_per_round": mean([r.accepted for r in trees]),
+        "tokens_per_pass": mean([len(r.tokens) for r in trees]),
+    }
 
 
 def settled_k(rounds: list[RoundEvent]) -> float | None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .policy import POLICIES
 
@@ -36,6 +36,29 @@ class Sampling:
             raise ValueError(f"top_k must be an integer >= 0 (0 = off), got {self.top_k!r}")
 
 
+MAX_TREE_BUDGET, MAX_BRANCHING = 256, 16
+
+
+@dataclass(frozen=True)
+class TreeShape:
+    """How the tree drafters (draft-tree, lookup-tree) grow a round's tree; its depth is the round's k.
+
+    budget: nodes the target verifies in its one pass (the root, the last committed token, not
+      counted). Tokens a pass yields grow with it; the pass's cost too, and on a small CPU soon.
+    branching: the draft model's children per expanded node, and nodes expanded per depth (EAGLE-2's
+      top-k); its draft work per depth is one pass over this many tokens. Prompt lookup branches
+      wherever earlier matches disagree, up to the budget, and ignores it."""
+
+    budget: int = 16
+    branching: int = 4
+
+    def __post_init__(self) -> None:
+        if not (_integer(self.budget) and 1 <= self.budget <= MAX_TREE_BUDGET):
+            raise ValueError(f"tree budget must be an integer in [1, {MAX_TREE_BUDGET}] nodes, got {self.budget!r}")
+        if not (_integer(self.branching) and 1 <= self.branching <= MAX_BRANCHING):
+            raise ValueError(f"tree branching must be an integer in [1, {MAX_BRANCHING}], got {self.branching!r}")
+
+
 @dataclass(frozen=True)
 class Speculation:
     """How far to draft. The policy picks each round's k (see engine.policy): "fixed" drafts k every
@@ -50,8 +73,11 @@ class Speculation:
     # (transformers' assistant_confidence_threshold; 0 = always draft k). Exactness is unaffected.
     confidence: float = 0.0
     policy: str = "fixed"
+    tree: TreeShape = field(default_factory=TreeShape)  # read by the tree drafters only
 
     def __post_init__(self) -> None:
+        if not isinstance(self.tree, TreeShape):
+            raise ValueError(f"tree must be a TreeShape, got {self.tree!r}")
         if not isinstance(self.policy, str) or self.policy not in POLICIES:
             raise ValueError(f"unknown policy {self.policy!r}; choose one of {', '.join(POLICIES)}")
         if self.adaptive and self.policy == "cost":

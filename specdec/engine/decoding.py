@@ -11,11 +11,12 @@ import torch
 
 from .config import Sampling, Speculation
 from .drafters import Draft, Drafter
-from .events import ACCEPTED, BONUS, CORRECTED, PLAIN, RoundEvent, TokenEvent
+from .events import ACCEPTED, BONUS, CORRECTED, PLAIN, RoundEvent, TokenEvent, TreeRound
 from .kvcache import CachedModel
 from .policy import Policy, make_policy
 from .sampling import make_generator, probs_from_logits, sample_from, uniforms
 from .timing import Clock
+from .tree import ROOT, Tree, accept_greedy, accept_sampled
 from .verify import Verdict, acceptance, verify_greedy, verify_sampled
 
 
@@ -66,8 +67,13 @@ def speculative_decode(
     only; the drafter proposes up to k tokens; the target verifies them with the last committed
     token in one pass; the accepted prefix plus one target token is kept. A round adds between 1 and
     k + 1 tokens, and a round with k = 0 is one plain decode step. Because k never depends on the
-    current round's draws, every round is an exact draw from the target (see verify.py)."""
+    current round's draws, every round is an exact draw from the target (see verify.py). A tree
+    drafter proposes a tree of depth k instead, verified in one pass too, and the round keeps its
+    accepted path (tree.py)."""
     check_budget(max_new_tokens)
+    if getattr(drafter, "tree", False) and spec.policy != "fixed":
+        raise ValueError(f"the {drafter.name} drafter grows its tree to a fixed depth k; the {spec.policy} policy "
+                         "models chains of drafts: use the fixed policy")
     eos, clock = set(eos_ids), Clock(target.device)
     generator = make_generator(sampling.seed, target.device)
     policy = policy or make_policy(spec.policy, spec.k, spec.k_max)
@@ -82,12 +88,19 @@ def speculative_decode(
         k_round = min(choice.k, max_new_tokens - produced - 1)
         draft = drafter.propose(ids, k_round, sampling, generator, choice.source) if k_round > 0 else NO_DRAFT
         drafted_at = clock.now()
-        logits = target.logits(ids + draft.tokens, len(draft.tokens) + 1)
-        verdict, p = _verify(logits, draft, sampling, generator)
+        if draft.tree is None:
+            logits = target.logits(ids + draft.tokens, len(draft.tokens) + 1)
+            verdict, p = _verify(logits, draft, sampling, generator)
+            path = tuple(range(verdict.accepted))  # a chain: node i is the child of node i - 1
+        else:
+            logits = target.verify_tree(ids, draft.tree)
+            path, token = _verify_tree(logits, draft.tree, sampling, generator)
+            verdict, p = Verdict(len(path), token), None
         verified_at = clock.now()
-        alpha = _acceptance(logits, p, draft)  # instrumentation: measured, but off the clock
+        # instrumentation, measured but off the clock; per-position acceptance is a chain's notion
+        alpha = _acceptance(logits, p, draft) if draft.tree is None else ()
 
-        tokens, fates = _round_tokens(draft.tokens, verdict)
+        tokens, fates = _round_tokens(draft, path, verdict.token)
         tokens, fates = _truncate(tokens, fates, eos, max_new_tokens - produced)
         ids += tokens
         produced += len(tokens)
@@ -108,6 +121,7 @@ def speculative_decode(
             reason=choice.reason,
             policy_seconds=chosen_at - start,
             catch_up=draft.catch_up,
+            tree=None if draft.tree is None else TreeRound(draft.tree.tokens, draft.tree.parents, path, draft.reach),
         )
         yield event
         if finished:
@@ -154,12 +168,26 @@ def _q(draft: Draft, drafts: torch.Tensor, vocab_size: int, device: torch.device
     return torch.nn.functional.one_hot(drafts, vocab_size).float()
 
 
-def _round_tokens(drafted: list[int], verdict: Verdict) -> tuple[list[int], list[str]]:
-    tokens = drafted[: verdict.accepted] + [verdict.token]
-    if not drafted:
+def _verify_tree(logits: torch.Tensor, tree: Tree, sampling: Sampling,
+                 generator: torch.Generator) -> tuple[tuple[int, ...], int]:
+    """The accepted path and the target's token after it (tree.py has the rule and its proof)."""
+    if sampling.greedy:
+        return accept_greedy(tree, logits.argmax(-1))
+    u = uniforms(len(tree) + 1, generator)
+    return accept_sampled(tree, probs_from_logits(logits, sampling), u[:-1], u[-1])
+
+
+def _round_tokens(draft: Draft, path: tuple[int, ...], token: int) -> tuple[list[int], list[str]]:
+    """The accepted path's tokens, then the target's own: BONUS where nothing drafted was left to
+    try below the path's end (a chain accepted whole, a tree's leaf), else a correction."""
+    tokens = [draft.tokens[node] for node in path] + [token]
+    if not draft.tokens:
         return tokens, [PLAIN]  # nothing was drafted: the target's ordinary next token
-    last = BONUS if verdict.accepted == len(drafted) else CORRECTED
-    return tokens, [ACCEPTED] * verdict.accepted + [last]
+    if draft.tree is None:
+        full = len(path) == len(draft.tokens)
+    else:
+        full = not draft.tree.children(path[-1] if path else ROOT)
+    return tokens, [ACCEPTED] * len(path) + [BONUS if full else CORRECTED]
 
 
 def _truncate(tokens: list[int], fates: list[str], eos: set[int], room: int) -> tuple[list[int], list[str]]:

@@ -19,6 +19,27 @@ class TokenEvent:
 
 
 @dataclass(frozen=True)
+class TreeRound:
+    """A tree round's proposal and what the target kept of it. Node i is tokens[i], child of
+    parents[i] (-1: the root, the last committed token); path lists the accepted nodes from the root
+    down. reach[i] is the draft's own probability of reaching node i (None when the drafter has no
+    probabilities, as prompt lookup)."""
+
+    tokens: tuple[int, ...]
+    parents: tuple[int, ...]
+    path: tuple[int, ...]
+    reach: tuple[float, ...] | None = None
+
+    @property
+    def depth(self) -> int:
+        """The longest branch."""
+        depths: list[int] = []
+        for parent in self.parents:
+            depths.append(1 if parent < 0 else depths[parent] + 1)
+        return max(depths, default=0)
+
+
+@dataclass(frozen=True)
 class RoundEvent:
     """One draft-then-verify round of speculative decoding.
 
@@ -26,6 +47,10 @@ class RoundEvent:
     kept), CORRECTED (the target's token at the first rejection), BONUS (the target's token after at
     least one draft, all kept) or PLAIN (the target's token in a round that drafted nothing). tokens
     can be shorter than accepted + 1 when EOS or max_new_tokens ends generation inside the round.
+
+    A tree round (tree is set) drafted every node of the tree: drafted holds all their tokens,
+    accepted is the length of the accepted path, and k is the depth the tree was allowed. alpha is
+    then empty: per-position acceptance of a chain has no meaning for siblings.
     """
 
     round: int
@@ -43,6 +68,7 @@ class RoundEvent:
     reason: str = ""  # why the policy chose this k
     policy_seconds: float = 0.0  # the part of draft_seconds spent choosing k
     catch_up: int = 0  # committed tokens the draft model read before drafting (see Draft.catch_up)
+    tree: TreeRound | None = None
 
     @property
     def seconds(self) -> float:

@@ -10,6 +10,10 @@ then cannot be rolled back. The cache records past states instead (transformers'
 generation does the same) and trims them back to the window at each rollback, so rollback is exact.
 Layers with recurrent state (Mamba, linear attention) cannot be rolled back at
 all: such models are refused up front rather than failing after text has streamed.
+
+A token tree (tree.py) is fed the same way: the cache then holds, after the committed tokens, tree
+nodes ("slots") that only some later call confirms. Every call first settles them: the slots that
+spell the next committed tokens are gathered into place, the other branches dropped.
 """
 from __future__ import annotations
 
@@ -17,7 +21,9 @@ import inspect
 
 import torch
 from transformers import DynamicCache
-from transformers.cache_utils import LinearAttentionCacheLayerMixin
+from transformers.cache_utils import DynamicLayer, LinearAttentionCacheLayerMixin
+
+from .tree import ROOT, TREE_ATTENTION, Tree, gather_cache, slot_inputs
 
 
 class UnsupportedModel(ValueError):
@@ -76,7 +82,8 @@ class CachedModel:
     def reset(self) -> None:
         """Drop the cache (frees its memory)."""
         self.cache = new_cache(self.model)
-        self.ids: list[int] = []
+        self.ids: list[int] = []  # committed tokens cached, positions 0..len - 1
+        self.slots: list[tuple[int, int]] = []  # tree nodes cached after them: (token, parent slot or ROOT)
 
     def crop(self, length: int) -> None:
         """Keep the first `length` cached positions (transformers 5 counts the positions to remove).
@@ -86,6 +93,7 @@ class CachedModel:
         later rollback never reaches further back, because positions before a rollback point are
         committed. Between rollbacks (a lane that is never corrected) the record grows like a full
         attention cache, while attention itself still reads only the window."""
+        self._drop_slots()
         drop = len(self.ids) - length
         if drop > 0:
             self.cache.crop(-drop)
@@ -96,6 +104,7 @@ class CachedModel:
         """[n, V] logits predicting the tokens after ids[-n], ..., ids[-1]."""
         if not 1 <= n <= len(ids):
             raise ValueError(f"need 1 <= n <= len(ids), got n={n}, len(ids)={len(ids)}")
+        self.settle(ids)
         # At least the last n positions must be fed to get their logits.
         keep = min(common_prefix(self.ids, ids), len(ids) - n)
         self.crop(keep)
@@ -105,3 +114,66 @@ class CachedModel:
         self.cache = out.past_key_values
         self.ids = list(ids)
         return out.logits[0, -n:, : self.vocab_size]
+
+    # --- token trees ------------------------------------------------------------------------------
+
+    @torch.inference_mode()
+    def verify_tree(self, ids: list[int], tree: Tree) -> torch.Tensor:
+        """[1 + n, V] logits after ids[-1] (the root) and after each of the tree's n nodes, in one
+        pass that feeds whatever of ids is not cached and then the nodes (see tree.slot_inputs)."""
+        self.settle(ids)
+        keep = min(common_prefix(self.ids, ids), len(ids) - 1)  # the root is fed: its logits are wanted
+        self.crop(keep)
+        return self._tree_pass(ids[keep:], list(zip(tree.tokens, tree.parents)), len(tree) + 1)
+
+    @torch.inference_mode()
+    def extend_tree(self, ids: list[int], slots: list[tuple[int, int]]) -> torch.Tensor:
+        """[len(slots), V] logits after each new slot (token, parent slot or ROOT; slots number on
+        from those already cached), fed after ids and the slots before them. How a draft grows a
+        tree a depth at a time: it reads ids with logits(ids, 1) first, which settles older slots."""
+        if self.ids != list(ids):
+            raise ValueError("extend_tree continues a tree after ids: read ids with logits(ids, 1) first")
+        return self._tree_pass([], self.slots + list(slots), len(slots))
+
+    def _tree_pass(self, tail: list[int], slots: list[tuple[int, int]], n: int) -> torch.Tensor:
+        self._check_tree()
+        fed = len(self.slots)
+        inputs = slot_inputs(len(self.ids), tail, slots, fed, self.model.dtype, self.device)
+        kwargs = {"logits_to_keep": n} if self._takes_logits_to_keep else {}
+        out = self.model(input_ids=inputs.input_ids, position_ids=inputs.position_ids,
+                         attention_mask=inputs.attention_mask, past_key_values=self.cache, use_cache=True, **kwargs)
+        self.cache = out.past_key_values
+        self.ids, self.slots = self.ids + tail, slots
+        return out.logits[0, -n:, : self.vocab_size]
+
+    def _check_tree(self) -> None:
+        """Trees need a mask the attention honours and a cache whose positions can be gathered."""
+        impl = getattr(self.model.config, "_attn_implementation", None)
+        if impl not in TREE_ATTENTION:
+            raise UnsupportedModel(f"{type(self.model).__name__} uses {impl!r} attention, which ignores a tree's "
+                                   f"4D mask; load it with attn_implementation in {TREE_ATTENTION} for tree drafting")
+        others = sorted({type(layer).__name__ for layer in self.cache.layers if type(layer) is not DynamicLayer})
+        if others:
+            raise UnsupportedModel(f"{type(self.model).__name__} has {', '.join(others)} layers (a sliding window), "
+                                   "whose cache cannot keep one branch of a tree; use a chain drafter")
+
+    def settle(self, ids: list[int]) -> None:
+        """Keep the cached slots that ids go on with (the accepted path: first matching child at
+        each depth, as siblings with equal tokens hold equal keys and values), drop the rest."""
+        if not self.slots:
+            return
+        committed, path, node = len(self.ids), [], ROOT
+        if ids[:committed] == self.ids:
+            for token in ids[committed:]:
+                node = next((s for s, (t, parent) in enumerate(self.slots) if parent == node and t == token), None)
+                if node is None:
+                    break
+                path.append(node)
+        gather_cache(self.cache, list(range(committed)) + [committed + s for s in path])
+        self.ids = self.ids + [self.slots[s][0] for s in path]
+        self.slots = []
+
+    def _drop_slots(self) -> None:
+        if self.slots:
+            self.cache.crop(-len(self.slots))
+            self.slots = []

@@ -92,7 +92,7 @@ class Pair:
         draft = self.draft
         drafter = make_drafter(request.drafter, draft.model if draft else None, self._speculative_lane.vocab_size,
                                request.spec.confidence, target=self._speculative_lane, layers=request.draft_layers,
-                               tokenizers=(self.tokenizer, draft.tokenizer if draft else None))
+                               tokenizers=(self.tokenizer, draft.tokenizer if draft else None), tree=request.spec.tree)
         spec = request.spec
         policy = make_policy(spec.policy, spec.k, spec.k_max, self.costs[request.sampling.greedy])
         return speculative_decode(self._speculative_lane, drafter, ids, spec, request.sampling,

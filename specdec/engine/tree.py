@@ -114,9 +114,11 @@ class Tree:
         return tuple(reversed(path))
 
 
-def merge_prefixes(branches: Sequence[Sequence[int]]) -> Tree:
+def merge_prefixes(branches: Sequence[Sequence[int]], budget: int | None = None) -> Tree:
     """One deterministic tree holding every branch, shared prefixes merged (a trie). Nodes are
-    numbered as first met, so the order is topological and earlier branches' children come first."""
+    numbered as first met, so the order is topological and earlier branches' children come first.
+    With a budget, nodes stop being added once there are that many: a later branch may then be cut
+    short or left out, never an earlier one."""
     tokens: list[int] = []
     parents: list[int] = []
     index: dict[tuple[int, int], int] = {}  # (parent, token) -> node
@@ -125,6 +127,8 @@ def merge_prefixes(branches: Sequence[Sequence[int]]) -> Tree:
         for token in branch:
             key = (node, int(token))
             if key not in index:
+                if budget is not None and len(tokens) >= budget:
+                    break
                 index[key] = len(tokens)
                 tokens.append(int(token))
                 parents.append(node)
@@ -170,32 +174,59 @@ def check_tree_attention(config) -> None:
                          f"use one of {TREE_ATTENTION}")
 
 
-def visibility(tree: Tree) -> torch.Tensor:
-    """[1 + n, 1 + n] bool: query j sees key k iff k is j itself or one of its ancestors (row and
-    column 0 are the root). Built parent first, so each row is its parent's row plus itself."""
-    n = len(tree)
-    seen = torch.zeros(1 + n, 1 + n, dtype=torch.bool)
-    seen[0, 0] = True
-    for node, parent in enumerate(tree.parents):
-        seen[node + 1] = seen[parent + 1]
-        seen[node + 1, node + 1] = True
-    return seen
-
-
 def tree_inputs(prefix_len: int, tree: Tree, last_token: int, dtype: torch.dtype = torch.float32,
                 device: torch.device | str | None = None) -> TreeInputs:
     """Inputs of one target pass over the root (the last committed token, at position prefix_len)
     and the tree's nodes, with a KV cache already holding the prefix_len positions before it."""
     if prefix_len < 0:
         raise ValueError(f"prefix_len must be >= 0, got {prefix_len}")
-    n = len(tree)
-    ids = torch.tensor([[last_token, *tree.tokens]], dtype=torch.long, device=device)
-    depths = [tree.depth(node) for node in range(ROOT, n)]
-    positions = torch.tensor([depths], dtype=torch.long, device=device) + prefix_len
-    seen = torch.cat([torch.ones(1 + n, prefix_len, dtype=torch.bool), visibility(tree)], dim=1).to(device)
-    zero = torch.zeros((), dtype=dtype, device=device)
-    mask = torch.where(seen, zero, torch.finfo(dtype).min)
-    return TreeInputs(ids, positions, mask[None, None])
+    return slot_inputs(prefix_len, [last_token], list(zip(tree.tokens, tree.parents)), 0, dtype, device)
+
+
+def additive(seen: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """[q, kv] bool visibility -> [1, 1, q, kv] additive mask: 0 visible, finfo(dtype).min hidden."""
+    zero = torch.zeros((), dtype=dtype, device=seen.device)
+    return torch.where(seen, zero, torch.finfo(dtype).min)[None, None]
+
+
+def slot_inputs(committed: int, tail: Sequence[int], slots: Sequence[tuple[int, int]], fed: int,
+                dtype: torch.dtype = torch.float32, device: torch.device | str | None = None) -> TreeInputs:
+    """Inputs of one pass that may mix committed tokens and tree nodes, as a cache that holds
+    branches feeds them (kvcache.CachedModel). The cache holds `committed` committed positions and
+    then slots[:fed]; this pass feeds `tail` (committed tokens not yet cached; only when no slot is
+    cached) and then slots[fed:]. A slot is (token, parent slot or ROOT), parents before children;
+    ROOT is the last committed token, at position committed + len(tail) - 1.
+
+    Tail tokens are causal among themselves; a slot sees every committed position, its ancestor
+    slots and itself, at position (last committed) + depth. tree_inputs is the case fed = 0 with a
+    one-token tail; a draft growing its tree a depth at a time is the case tail = ()."""
+    tail, new = list(tail), slots[fed:]
+    if tail and fed:
+        raise ValueError("committed tokens cannot follow cached tree slots")
+    if not tail and committed == 0:
+        raise ValueError("a tree needs a committed root token before it")
+    root = committed + len(tail) - 1
+    depths: list[int] = []
+    for token, parent in slots:
+        if not ROOT <= parent < len(depths):
+            raise ValueError(f"slot {len(depths)}'s parent must be ROOT or an earlier slot, got {parent}")
+        depths.append(1 if parent == ROOT else depths[parent] + 1)
+    kv = committed + fed + len(tail) + len(new)
+    column = lambda slot: slot + committed if slot < fed else committed + len(tail) + slot  # noqa: E731
+    seen = torch.zeros(len(tail) + len(new), kv, dtype=torch.bool)
+    seen[:, :committed] = True
+    for j in range(len(tail)):
+        seen[j, committed : committed + j + 1] = True
+    for j, slot in enumerate(range(fed, len(slots)), start=len(tail)):
+        seen[j, committed : committed + len(tail)] = True
+        node = slot
+        while node != ROOT:
+            seen[j, column(node)] = True
+            node = slots[node][1]
+    ids = tail + [token for token, _ in new]
+    positions = list(range(committed, committed + len(tail))) + [root + depths[s] for s in range(fed, len(slots))]
+    as_tensor = lambda x: torch.tensor([x], dtype=torch.long, device=device)  # noqa: E731
+    return TreeInputs(as_tensor(ids), as_tensor(positions), additive(seen.to(device), dtype))
 
 
 # --- acceptance ----------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from typing import Callable, Sequence
 
 import torch
 
+from ..config import TreeShape
 from ..kvcache import CachedModel
 from .base import Draft, Drafter, check_draft_reads, fit_vocab
 from .cross import CrossTokenizerDrafter
@@ -12,10 +13,11 @@ from .hybrid import HybridDrafter
 from .lookup import PromptLookupDrafter
 from .model import ModelDrafter
 from .selfdraft import SelfDrafter
+from .trees import DraftTreeDrafter, LookupTreeDrafter
 
-__all__ = ["DRAFTERS", "NEEDS_DRAFT", "SAME_TOKENIZER", "CrossTokenizerDrafter", "Draft", "Drafter", "HybridDrafter",
-           "ModelDrafter", "PromptLookupDrafter", "SelfDrafter", "best_drafter", "check_draft_reads", "fit_vocab",
-           "make_drafter", "needs_draft_model"]
+__all__ = ["DRAFTERS", "NEEDS_DRAFT", "SAME_TOKENIZER", "TREE", "CrossTokenizerDrafter", "Draft", "Drafter",
+           "DraftTreeDrafter", "HybridDrafter", "LookupTreeDrafter", "ModelDrafter", "PromptLookupDrafter",
+           "SelfDrafter", "best_drafter", "check_draft_reads", "fit_vocab", "make_drafter", "needs_draft_model"]
 
 
 DRAFTERS: dict[str, str] = {
@@ -27,17 +29,25 @@ DRAFTERS: dict[str, str] = {
             "no draft model, no extra weights",
     "cross-tokenizer": "a draft model with another tokenizer: its text re-tokenized (greedy), or its tokens "
                        "restricted to those both vocabularies share (sampled)",
+    "draft-tree": "the draft model grows a tree of its likeliest continuations (EAGLE-2), verified in one "
+                  "target pass; depth k, --tree-budget nodes, --tree-branching children per node",
+    "lookup-tree": "prompt lookup with every earlier match as a branch, common prefixes merged, verified in "
+                   "one target pass",
 }
 # Drafters that read a draft model, and those of them that need it to share the target's tokenizer.
-NEEDS_DRAFT = frozenset({"draft-model", "hybrid", "cross-tokenizer"})
-SAME_TOKENIZER = frozenset({"draft-model", "hybrid"})
+NEEDS_DRAFT = frozenset({"draft-model", "hybrid", "cross-tokenizer", "draft-tree"})
+SAME_TOKENIZER = frozenset({"draft-model", "hybrid", "draft-tree"})
+# Drafters that propose trees: they need full-attention models with eager or sdpa attention, and a
+# fixed depth k (the other policies model chains).
+TREE = frozenset({"draft-tree", "lookup-tree"})
 
 
 def make_drafter(name: str, draft_model: torch.nn.Module | None, target_vocab_size: int,
                  confidence: float = 0.0, *, target: CachedModel | None = None,
-                 layers: Sequence[int] | None = None, tokenizers: tuple[object, object] | None = None) -> Drafter:
+                 layers: Sequence[int] | None = None, tokenizers: tuple[object, object] | None = None,
+                 tree: TreeShape = TreeShape()) -> Drafter:
     """target (the speculative lane) is what self-speculation drafts from; tokenizers (target's,
-    draft's) are what the cross-tokenizer drafter translates between."""
+    draft's) are what the cross-tokenizer drafter translates between; tree shapes the tree drafters."""
     factories: dict[str, Callable[[], Drafter]] = {
         "draft-model": lambda: ModelDrafter(_need(name, draft_model), target_vocab_size, confidence),
         "prompt-lookup": PromptLookupDrafter,
@@ -45,6 +55,8 @@ def make_drafter(name: str, draft_model: torch.nn.Module | None, target_vocab_si
         "self": lambda: SelfDrafter(_need_target(target), layers, confidence),
         "cross-tokenizer": lambda: CrossTokenizerDrafter(_need(name, draft_model), *_need_tokenizers(tokenizers),
                                                          target_vocab_size),
+        "draft-tree": lambda: DraftTreeDrafter(_need(name, draft_model), target_vocab_size, tree),
+        "lookup-tree": lambda: LookupTreeDrafter(tree),
     }
     if name not in factories:
         raise ValueError(f"unknown drafter {name!r}; choose one of {sorted(factories)}")

@@ -12,6 +12,7 @@ import torch
 
 from ..config import Sampling
 from ..kvcache import input_rows
+from ..tree import Tree
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,10 @@ class Draft:
     # Committed tokens a model drafter had to read before drafting: 1-2 when it drafted the round
     # before, the whole prompt on its first round, more after rounds it sat out.
     catch_up: int = 0
+    # A tree drafter's proposal (tokens are then its nodes' tokens) and the draft's own probability of
+    # reaching each node, the product of its choices' probabilities down the path (None if unknown).
+    tree: Tree | None = None
+    reach: tuple[float, ...] | None = None
 
 
 class Drafter(Protocol):

@@ -32,16 +32,21 @@ class PromptLookupDrafter:
         return self._last[1]
 
     def _find(self, ids: list[int]) -> int | None:
-        seq = torch.tensor(ids)
-        for n in range(min(self.max_ngram, len(ids) - 1), self.min_ngram - 1, -1):
-            # Windows starting before the final n-gram, so a match always has a continuation.
-            windows = seq[:-1].unfold(0, n, 1)
-            hits = (windows == seq[-n:]).all(dim=1).nonzero()
-            if len(hits):
-                return int(hits[-1]) + n
+        for n, starts in matches(ids, self.max_ngram, self.min_ngram):
+            if starts:
+                return starts[-1] + n
         return None
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None) -> Draft:
         start = self.match(ids) if k > 0 else None
         return Draft([] if start is None else ids[start : start + k], None)
+
+
+def matches(ids: list[int], max_ngram: int, min_ngram: int):
+    """For n from max_ngram down to min_ngram: (n, where the last n tokens occurred earlier),
+    earliest first. Only windows that start before the final n-gram count, so every match has a
+    continuation."""
+    seq = torch.tensor(ids)
+    for n in range(min(max_ngram, len(ids) - 1), min_ngram - 1, -1):
+        yield n, (seq[:-1].unfold(0, n, 1) == seq[-n:]).all(dim=1).nonzero().flatten().tolist()

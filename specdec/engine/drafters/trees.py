@@ -1,0 +1,118 @@
+"""Tree drafters: several candidates per depth, all verified by one target pass (see tree.py).
+
+Both build deterministic trees ("top" draws): each node's children are fixed once the node is, so
+acceptance treats every proposal as one-hot, which is exact for the target under sampling too
+(tree.sibling_q). That is EAGLE-2's q(x) = 1; a sampled chain draft can use its true q and accept
+more per token, a tree makes up for it with more candidates.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..config import Sampling, TreeShape
+from ..kvcache import CachedModel, common_prefix
+from ..sampling import probs_from_logits
+from ..tree import ROOT, Tree, merge_prefixes
+from .base import Draft, check_draft_reads, fit_vocab
+from .lookup import matches
+
+
+class DraftTreeDrafter:
+    """EAGLE-2's dynamic tree (Li et al. 2024) from a small draft model.
+
+    Depth by depth, the `branching` nodes of the newest depth that the draft is likeliest to reach
+    (the product of its probabilities down the path) are expanded, each into its `branching` most
+    probable tokens; the draft reads those nodes in one pass over its own cache, with the tree mask.
+    At depth k the `budget` likeliest nodes of all are kept. A child is never likelier than its
+    parent, so that set is closed under parents (ties go to the earlier, the parent) and is a tree.
+    k depths cost k draft passes, as a chain of k does; each pass reads `branching` tokens, not 1.
+    """
+
+    name = "draft-tree"
+    tree = True
+
+    def __init__(self, model: torch.nn.Module, target_vocab_size: int, shape: TreeShape = TreeShape()):
+        check_draft_reads(model, target_vocab_size)
+        self.draft = CachedModel(model)
+        self.target_vocab_size, self.shape = target_vocab_size, shape
+
+    def reset(self) -> None:
+        self.draft.reset()
+
+    def sources(self, ids: list[int]) -> tuple[str, ...]:
+        return (self.name,)
+
+    def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
+                source: str | None = None) -> Draft:
+        self.draft.settle(ids)  # last round's accepted path is already cached: not catch-up
+        catch_up = len(ids) - common_prefix(self.draft.ids, ids)
+        rows = self._probs(self.draft.logits(ids, 1), sampling)
+        tokens: list[int] = []
+        parents: list[int] = []
+        reach: list[float] = []
+        frontier, slot = [ROOT], {ROOT: ROOT}  # slot: node -> its slot in the draft's cache
+        for depth in range(1, k + 1):
+            born = len(tokens)
+            for node, row in zip(frontier, rows):
+                above = 1.0 if node == ROOT else reach[node]
+                probs, picks = row.topk(min(self.shape.branching, row.numel()))
+                for prob, token in zip(probs.tolist(), picks.tolist()):
+                    if prob <= 0.0:
+                        break  # top-k / top-p left fewer tokens than branching
+                    tokens.append(token)
+                    parents.append(node)
+                    reach.append(above * prob)
+            if depth == k or born == len(tokens):
+                break
+            newest = range(born, len(tokens))
+            frontier = sorted(newest, key=lambda n: (-reach[n], n))[: self.shape.branching]
+            for node in frontier:
+                slot[node] = len(slot) - 1
+            logits = self.draft.extend_tree(ids, [(tokens[n], slot[parents[n]]) for n in frontier])
+            rows = self._probs(logits, sampling)
+        return _pruned(tokens, parents, reach, self.shape.budget, catch_up)
+
+    def _probs(self, logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+        """What the tree is ranked by: the draft's sampling distribution (top-k / top-p leave out the
+        tokens the target could not emit either), or its softmax at T = 1 for a greedy run."""
+        logits = fit_vocab(logits, self.target_vocab_size)
+        return torch.softmax(logits.float(), -1) if sampling.greedy else probs_from_logits(logits, sampling)
+
+
+def _pruned(tokens: list[int], parents: list[int], reach: list[float], budget: int, catch_up: int) -> Draft:
+    """The `budget` likeliest nodes, renumbered in creation order (which is topological)."""
+    kept = sorted(sorted(range(len(tokens)), key=lambda n: (-reach[n], n))[:budget])
+    index = {ROOT: ROOT, **{node: i for i, node in enumerate(kept)}}
+    tree = Tree(tuple(tokens[n] for n in kept), tuple(index[parents[n]] for n in kept))
+    return Draft(list(tree.tokens), None, catch_up=catch_up, tree=tree, reach=tuple(reach[n] for n in kept))
+
+
+class LookupTreeDrafter:
+    """Prompt lookup with every earlier match as a branch: where the last n tokens occurred before,
+    what followed each occurrence is a candidate, longest n first, latest first, common prefixes
+    merged, up to the node budget. A chain keeps only the latest match and loses when it is the
+    wrong one; the tree lets the target pick. Needs no model; deterministic."""
+
+    name = "lookup-tree"
+    tree = True
+
+    def __init__(self, shape: TreeShape = TreeShape(), max_ngram: int = 3, min_ngram: int = 1):
+        self.shape, self.max_ngram, self.min_ngram = shape, max_ngram, min_ngram
+
+    def reset(self) -> None:
+        pass
+
+    def sources(self, ids: list[int]) -> tuple[str, ...]:
+        return (self.name,)
+
+    def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
+                source: str | None = None) -> Draft:
+        branches = self.branches(ids, k) if k > 0 else []
+        if not branches:
+            return Draft([], None)
+        tree = merge_prefixes(branches, self.shape.budget)
+        return Draft(list(tree.tokens), None, tree=tree)
+
+    def branches(self, ids: list[int], k: int) -> list[list[int]]:
+        return [ids[start + n : start + n + k] for n, starts in matches(ids, self.max_ngram, self.min_ngram)
+                for start in reversed(starts)]
