@@ -2,9 +2,9 @@
 
     python app.py            # local, any model; SPECDEC_PUBLIC=1 for the public limits
 
-The logic lives in specdec/ (limits, presets, store, session, render, charts, zerogpu); this file
-wires it to Gradio. API endpoints (stable argument order, see README "Gradio API"): /compare,
-/replay, /limits.
+The logic lives in specdec/playground (limits, presets, store, session, trees, render, charts,
+zerogpu); this file wires it to Gradio. API endpoints (stable argument order, see README "Gradio
+API"): /compare, /replay, /limits.
 """
 from __future__ import annotations
 
@@ -17,19 +17,20 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr  # noqa: E402
 
 import space_config  # noqa: E402
-from specdec.engine.config import Sampling, Speculation  # noqa: E402
-from specdec.engine.drafters import DRAFTERS, best_drafter, needs_draft_model  # noqa: E402
+from specdec.engine.config import MAX_BRANCHING, Sampling, Speculation, TreeShape  # noqa: E402
+from specdec.engine.drafters import DRAFTERS, TREE, best_drafter  # noqa: E402
 from specdec.engine.drafters.layers import decoder_layers, parse_layers  # noqa: E402
 from specdec.engine.policy import POLICIES  # noqa: E402
 from specdec.engine.loaded import TokenizerMismatch  # noqa: E402
 from specdec.engine.pair import Request  # noqa: E402
 from specdec.playground import charts, presets, render  # noqa: E402
 from specdec.playground.limits import (  # noqa: E402
-    Checked, InvalidInput, Limits, check_model, check_prompt_tokens, check_request)
+    Checked, InvalidInput, Limits, check_model, check_prompt_tokens, check_request, no_draft_drafters)
 from specdec.playground.session import (  # noqa: E402
     SPECULATIVE, STANDARD, Race, lane_pieces, replay_frames, replay_speed)
 from specdec.playground.store import (  # noqa: E402
     DEVICE_LOCK, LoadError, ModelStore, free_device_memory, is_out_of_memory, short)
+from specdec.playground.trees import pick_tree  # noqa: E402
 from specdec.playground.zerogpu import duration_seconds, gpu  # noqa: E402
 from specdec.serving import serving_config  # noqa: E402
 
@@ -45,12 +46,6 @@ CSS = """
 LAUNCH = {"css": CSS, "theme": gr.themes.Soft(primary_hue="indigo"), "footer_links": ["api", "gradio"]}
 
 
-def _no_draft_drafters() -> str:
-    """The drafters that need no draft model, as a sentence lists them: 'prompt-lookup and self'."""
-    names = [d for d in DRAFTERS if not needs_draft_model(d)]
-    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
-
-
 def _titles(checked: Checked, layers: tuple[int, ...] | None = None) -> tuple[str, str]:
     """The lanes' titles. layers: the self drafter's, once the target is loaded and they are known
     (before that, the field's text)."""
@@ -58,10 +53,15 @@ def _titles(checked: Checked, layers: tuple[int, ...] | None = None) -> tuple[st
         drafter = render.drafter_label(checked.drafter, layers)
     elif checked.draft_layers is not None:
         drafter = f"{checked.drafter} · layers {checked.draft_layers or 'first half'}"
+    elif checked.drafter == "lookup-tree":  # prompt lookup branches where matches disagree: no branching
+        drafter = f"{checked.drafter} · up to {checked.tree_budget} nodes"
+    elif checked.drafter in TREE:
+        drafter = f"{checked.drafter} · {checked.tree_budget} nodes, branching {checked.tree_branching}"
     else:
         drafter = checked.drafter
     drafter = f"{drafter} ← {checked.draft}" if checked.draft else drafter
     k = f"k={checked.k}" if checked.policy == "fixed" else f"k from {checked.k}, {checked.policy} policy"
+    k = f"depth {k}" if checked.drafter in TREE else k
     return f"Standard · {checked.target}", f"Speculative · {drafter} · {k}"
 
 
@@ -76,16 +76,25 @@ def _lanes(race: Race | None, titles: tuple[str, str], note: str = "") -> tuple[
 
 def _result(race: Race, checked: Checked, pair) -> dict:
     """The JSON output: the CLI's stats keys, per-round drafted/accepted, both lanes' text and, once
-    finished, the equivalent vLLM and SGLang configuration."""
+    finished, the equivalent vLLM and SGLang configuration and the tree rounds (trees.tree_json; None
+    for chain drafters). The trees come once, at the end: a run's trees can be megabytes of JSON."""
     stats = {**race.stats(), "finished": race.finished, "greedy": race.request.sampling.greedy,
              "target": checked.target, "draft": checked.draft, "drafter": checked.drafter,
              "draft_layers": None if race.request.draft_layers is None else list(race.request.draft_layers),
-             "policy": checked.policy,
+             "policy": checked.policy, "tree_shape": _tree_shape(checked),
              "device": str(pair.target.device), "dtype": str(pair.target.dtype).removeprefix("torch."),
              "standard": race.standard.summary(), "speculative": race.speculative.summary()}
     if race.finished:  # the measured setup as the serving flags that reproduce it
         stats["serving"] = serving_config(stats, checked.drafter, checked.draft)
+        stats["trees"] = race.trees if checked.drafter in TREE else None
     return stats
+
+
+def _tree_shape(checked: Checked) -> dict | None:
+    """The tree drafters' budget and branching as run (None for chain drafters, which ignore them)."""
+    if checked.drafter not in TREE:
+        return None
+    return {"budget": checked.tree_budget, "branching": checked.tree_branching}
 
 
 def _full_frame(race: Race, checked: Checked, pair, titles, k_max: int, replay=gr.skip()) -> tuple:
@@ -98,7 +107,7 @@ def _user_error(error: Exception) -> gr.Error:
     if isinstance(error, TokenizerMismatch):
         return gr.Error(f"{error}. This draft has another tokenizer than the target, and it can still draft: "
                         "choose the cross-tokenizer drafter (or press Auto, which picks it) to use it as it is. "
-                        f"Or pick a draft from the target's family, or use {_no_draft_drafters()}, "
+                        f"Or pick a draft from the target's family, or use {no_draft_drafters()}, "
                         "which need no draft model.")
     if isinstance(error, LoadError):
         return gr.Error(f"{error}. Models loaded before are still loaded and usable.")
@@ -129,6 +138,25 @@ def _draft_layers(checked: Checked, pair) -> tuple[int, ...] | None:
         raise InvalidInput(f"draft_layers {typed}: {short(error)}") from None
 
 
+def drafter_fields(name: str) -> tuple:
+    """Show the fields a drafter reads: the self drafter's layers, the tree drafters' shape."""
+    return gr.update(visible=name == "self"), *[gr.update(visible=name in TREE)] * 2
+
+
+def tree_view(trace) -> tuple:
+    """A finished run's first tree, and the Round slider over its trees (hidden below two). The trees
+    ride in the trace, so stepping through them runs nothing again."""
+    trees = (trace or {}).get("trees") or []
+    slider = gr.update(maximum=max(len(trees), 2), value=1, visible=len(trees) > 1,
+                       info=f"{len(trees)} tree rounds; each figure's title names its round")
+    return charts.tree_figure(pick_tree(trees, 1)), slider
+
+
+def tree_round(trace, number) -> object:
+    """The Round slider moved: that tree of the finished run."""
+    return charts.tree_figure(pick_tree((trace or {}).get("trees"), number))
+
+
 def request_duration(limits: Limits, store: ModelStore, *request) -> int:
     """ZeroGPU seconds for a raw /compare request (its arguments in API order).
 
@@ -146,20 +174,28 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
     owner: dict = {}  # pair key -> id of the run allowed to free it
 
     def _duration(prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed,
-                  policy="fixed", draft_layers="") -> int:
+                  policy="fixed", draft_layers="", tree_budget=16, tree_branching=4) -> int:
         return request_duration(limits, store, prompt, target, draft, drafter, k, adaptive_k, temperature, top_p,
-                                max_new_tokens, seed, policy, draft_layers)
+                                max_new_tokens, seed, policy, draft_layers, tree_budget, tree_branching)
 
     @gpu(_duration)
     def compare(prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed,
-                policy="fixed", draft_layers=""):
+                policy="fixed", draft_layers="", tree_budget=16, tree_branching=4):
         """Standard and speculative decoding of one prompt, streamed side by side. policy (optional):
         fixed, heuristic (what adaptive_k turns on) or cost (k from measured acceptance and costs).
-        draft_layers (last, optional): the self drafter's layers, like '0-7' or '0-5,9,11' ('' = the
-        target's first half); other drafters ignore it."""
+        draft_layers (optional): the self drafter's layers, like '0-7' or '0-5,9,11' ('' = the target's
+        first half); other drafters ignore it. tree_budget, tree_branching (last, optional): the tree
+        drafters' nodes verified per pass (1 to the limits' tree_budget_max) and children per node
+        (1 to 16); their depth is k, and they take the fixed policy only.
+
+        The stats JSON (8th output) of a finished tree run carries `trees`, one entry per tree round:
+        {"round", "tokens" (node ids), "text" (each node's piece after its ancestors), "parents" (-1 =
+        the root, the last committed token), "path" (accepted nodes, root down), "reach" (the draft's
+        probability of reaching each node; null for lookup-tree), "target_token", "target_text",
+        "target_fate" ("corrected" or "bonus"; null when the run ended inside the round)}."""
         try:
             checked = check_request(limits, prompt, target, draft, drafter, k, adaptive_k, temperature, top_p,
-                                    max_new_tokens, seed, policy, draft_layers)
+                                    max_new_tokens, seed, policy, draft_layers, tree_budget, tree_branching)
         except InvalidInput as error:
             raise gr.Error(str(error)) from None
         titles = _titles(checked)
@@ -172,8 +208,9 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
             titles = _titles(checked, layers)
             request = Request(checked.prompt, checked.max_new_tokens,
                               Sampling(checked.temperature, 0, checked.top_p, checked.seed),
-                              Speculation(checked.k, k_max=limits.k_max, policy=checked.policy), checked.drafter,
-                              draft_layers=layers)
+                              Speculation(checked.k, k_max=limits.k_max, policy=checked.policy,
+                                          tree=TreeShape(checked.tree_budget, checked.tree_branching)),
+                              checked.drafter, draft_layers=layers)
             prompt_ids = pair.prompt_ids(request)
             check_prompt_tokens(len(prompt_ids), limits)
             yield from _race(pair, request, prompt_ids, checked, titles)
@@ -238,7 +275,7 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
                 live = {"finished": False, "standard": race.standard.summary(),
                         "speculative": race.speculative.summary()}
                 yield (*_lanes(race, titles), *[gr.skip()] * 5, live, gr.skip())
-        replay = {"steps": race.steps, "titles": titles}
+        replay = {"steps": race.steps, "titles": titles, "trees": race.trees}  # trees: for the Round slider
         yield _full_frame(race, checked, pair, titles, limits.k_max, replay=replay)
 
     def replay(trace):
@@ -304,24 +341,35 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
                 preset = gr.Dropdown(presets.choices(), value=default.label, label="Model pair preset")
                 preset_note = gr.Markdown(default.note + ".")
                 with gr.Row():
-                    target = gr.Textbox(default.target, label="Target model", info="Hub id, folder, .gguf or offline name")
+                    target = gr.Textbox(default.target, label="Target model",
+                                        info="Hub id, folder, .gguf or offline name")
                     draft = gr.Textbox(default.draft, label="Draft model",
                                        info="smaller; another tokenizer needs cross-tokenizer")
                     drafter = gr.Dropdown(list(DRAFTERS), value=default.drafter, label="Drafter",
-                                          info=f"{_no_draft_drafters()} need no draft model")
+                                          info=f"{no_draft_drafters()} need no draft model")
                     draft_layers = gr.Textbox("", label="Self-draft layers", elem_id="draft-layers",
                                               placeholder="first half; e.g. 0-7 or 0-5,9,11",
                                               info="the target's layers the self drafter drafts from",
                                               visible=default.drafter == "self")
+                with gr.Row():
+                    tree = default.drafter in TREE
+                    tree_budget = gr.Slider(1, limits.tree_budget_max, value=min(16, limits.tree_budget_max), step=1,
+                                            label="Tree budget", info="tree nodes the target verifies in one pass",
+                                            visible=tree, elem_id="tree-budget")
+                    tree_branching = gr.Slider(1, MAX_BRANCHING, value=4, step=1, label="Tree branching",
+                                               info="draft-tree: children per expanded node; lookup-tree ignores it",
+                                               visible=tree, elem_id="tree-branching")
             with gr.Column(scale=2):
-                k = gr.Slider(1, limits.k_max, value=4, step=1, label="k (tokens drafted per round)")
+                k = gr.Slider(1, limits.k_max, value=4, step=1, label="k (tokens drafted per round)",
+                              info="tree drafters: the tree's depth")
                 with gr.Row():
                     policy = gr.Dropdown(list(POLICIES), value="fixed", label="k policy", scale=3,
                                          info="cost: k each round from measured α, c and verify cost; 0 = plain")
                     auto = gr.Button("Auto", elem_id="auto", scale=1)
                 adaptive_k = gr.Checkbox(False, label="Adaptive k (the heuristic policy: +2 after a full accept, "
                                                       "−1 after a rejection)")
-                temperature = gr.Slider(0.0, limits.temperature_max, value=0.0, step=0.05, label="Temperature (0 = greedy)")
+                temperature = gr.Slider(0.0, limits.temperature_max, value=0.0, step=0.05,
+                                        label="Temperature (0 = greedy)")
                 top_p = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p")
                 with gr.Row():
                     max_new_tokens = gr.Slider(1, limits.max_new_tokens, value=min(96, limits.max_new_tokens), step=1,
@@ -346,12 +394,15 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
         with gr.Row():
             chart_speedup = gr.Plot(label="Speedup vs k", show_label=False, elem_id="chart-speedup")
             chart_positions = gr.Plot(label="Acceptance by position", show_label=False, elem_id="chart-positions")
+        with gr.Column(elem_id="tree-view"):  # a finished tree run's rounds, one tree at a time
+            tree_plot = gr.Plot(charts.tree_figure(None), label="Token tree", show_label=False, elem_id="chart-tree")
+            tree_slider = gr.Slider(1, 2, value=1, step=1, label="Round", visible=False, elem_id="tree-round")
         with gr.Accordion("Stats (JSON, as the API returns it)", open=False):
             stats_json = gr.JSON(label="stats")
         trace = gr.State(None)
 
         inputs = [prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed, policy,
-                  draft_layers]
+                  draft_layers, tree_budget, tree_branching]
         outputs = [standard_lane, speculative_lane, stats_table, chart_rounds, chart_hist, chart_speedup,
                    chart_positions, stats_json, trace]
         # preprocess=False: values reach playground.limits raw, so out-of-range or NaN input gets a
@@ -360,12 +411,16 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
                               concurrency_id="gpu", concurrency_limit=space_config.GPU_CONCURRENCY,
                               show_progress="minimal")
         stop.click(None, None, None, cancels=[run_event], api_visibility="private")
+        # After a run, its first tree and the slider over the rest. Not trace.change: a State with a change
+        # listener is deep-hashed on every streamed frame, and a tree run's trace is large.
+        run_event.then(tree_view, [trace], [tree_plot, tree_slider], api_visibility="private", queue=False)
         replay_button.click(replay, [trace], [standard_lane, speculative_lane], api_name="replay",
                             concurrency_limit=4, show_progress="hidden")
         auto.click(auto_drafter, [target, draft], [drafter, policy, adaptive_k], api_visibility="private",
                    queue=False)
-        drafter.change(lambda name: gr.update(visible=name == "self"), [drafter], [draft_layers],
+        drafter.change(drafter_fields, [drafter], [draft_layers, tree_budget, tree_branching],
                        api_visibility="private", queue=False)
+        tree_slider.change(tree_round, [trace, tree_slider], [tree_plot], api_visibility="private", queue=False)
         preset.change(preset_fields, [preset], [target, draft, drafter, preset_note], api_visibility="private",
                       queue=False)
         gr.api(limits_info, api_name="limits", concurrency_limit=None)

@@ -46,6 +46,7 @@ LOCAL_LIMITS = Limits(
     allowlist=None,
     allow_local_paths=True,
     allow_remote_code=False,
+    tree_budget_max=256,
 )
 
 PUBLIC_LIMITS = Limits(
@@ -58,6 +59,7 @@ PUBLIC_LIMITS = Limits(
     allowlist=allowlist(),
     allow_local_paths=False,
     allow_remote_code=False,
+    tree_budget_max=64,  # a shared GPU: one verify pass over at most 64 tree nodes
 )
 
 QUEUE_MAX_SIZE = 16  # events waiting at once; more get a "queue is full" error

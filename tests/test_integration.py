@@ -22,11 +22,13 @@ def embedded():
     return load_model("embedded", device="cpu")
 
 
-@pytest.mark.parametrize("drafter,k", [("prompt-lookup", 3), ("prompt-lookup", 8), ("draft-model", 5)])
+@pytest.mark.parametrize("drafter,k", [("prompt-lookup", 3), ("prompt-lookup", 8), ("draft-model", 5),
+                                       ("lookup-tree", 4), ("draft-tree", 4)])
 def test_greedy_speculative_is_token_identical(embedded, drafter, k):
     # draft-model uses the target as its own draft: every token is accepted, the full-round path.
-    pair = Pair(embedded, embedded if drafter == "draft-model" else None)
-    for prompt in PROMPTS[: 2 if drafter == "draft-model" else 3]:
+    model_drafts = drafter in ("draft-model", "draft-tree")
+    pair = Pair(embedded, embedded if model_drafts else None)
+    for prompt in PROMPTS[: 2 if model_drafts else 3]:
         request = Request(prompt, max_new_tokens=40, spec=Speculation(k=k), drafter=drafter)
         ids = pair.prompt_ids(request)
         standard = [e.token for e in pair.standard(request, ids)]
@@ -34,6 +36,8 @@ def test_greedy_speculative_is_token_identical(embedded, drafter, k):
         assert [t for r in rounds for t in r.tokens] == standard
         if drafter == "draft-model":
             assert all(r.accepted == len(r.drafted) for r in rounds)
+        if drafter == "draft-tree":  # its own draft: a path reaches the full depth in most rounds
+            assert sum(r.accepted == r.k for r in rounds) > len(rounds) // 2
 
 
 def test_chat_answer_stops_at_im_end(embedded):

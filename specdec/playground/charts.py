@@ -1,13 +1,19 @@
-"""The four plotly charts that set the measured rounds against the α-geometric theory.
+"""The four plotly charts that set the measured rounds against the α-geometric theory, and a
+tree round drawn node by node.
 
 Theory (specdec/stats.py): with acceptance rate α and m drafted tokens, the number accepted N is
 geometric truncated at m, a round adds N + 1 tokens, E[N + 1] = τ(α, m), and the expected speedup
-with draft cost c is τ(α, k) / (k·c + 1). α̂ is the maximum-likelihood estimate from the rounds.
+with draft cost c is τ(α, k) / (k·c + 1). α̂ is the maximum-likelihood estimate from the rounds. A
+tree round counts with its depth as m (engine.compare.draft_length): the longest run it could add.
 """
 from __future__ import annotations
 
+import html
+import statistics
+
 import plotly.graph_objects as go
 
+from ..engine.compare import draft_length
 from ..engine.events import ACCEPTED, BONUS, CORRECTED, PLAIN, RoundEvent
 from .render import FATES
 from ..engine.stats import accepted_pmf, predicted_speedup, tau
@@ -48,7 +54,7 @@ def tokens_per_round(rounds: list[RoundEvent], alpha: float | None) -> go.Figure
             fig.add_bar(x=x, y=counts, name=fate, marker_color=FATES[fate][1])
     if alpha is not None:
         # Each round's own draft length (adaptive k, or prompt lookup proposing fewer) sets its τ.
-        fig.add_scatter(x=x, y=[tau(alpha, len(r.drafted)) for r in rounds], mode="lines", name="τ(α̂, k)",
+        fig.add_scatter(x=x, y=[tau(alpha, draft_length(r)) for r in rounds], mode="lines", name="τ(α̂, k)",
                         line=dict(color=THEORY, dash="dash", shape="hvh"))
     if any(r.k != rounds[0].k for r in rounds):  # a policy moved k: show what each round asked for
         fig.add_scatter(x=x, y=[r.k for r in rounds], mode="markers", name="k chosen",
@@ -67,13 +73,13 @@ def accepted_histogram(rounds: list[RoundEvent], alpha: float | None) -> go.Figu
     tested = [r for r in rounds if r.drafted]
     if not tested:
         return _waiting(fig)
-    top = max(len(r.drafted) for r in tested)
+    top = max(draft_length(r) for r in tested)
     observed = [sum(r.accepted == n for r in tested) for n in range(top + 1)]
     fig.add_bar(x=list(range(top + 1)), y=observed, name="measured", marker_color="#94a3b8")
     if alpha is not None:
         expected = [0.0] * (top + 1)
         for r in tested:
-            for n, p in enumerate(accepted_pmf(alpha, len(r.drafted))):
+            for n, p in enumerate(accepted_pmf(alpha, draft_length(r))):
                 expected[n] += p
         fig.add_scatter(x=list(range(top + 1)), y=expected, mode="lines+markers", name=f"pmf at α̂ = {alpha:.2f}",
                         line=dict(color=THEORY))
@@ -121,13 +127,201 @@ def position_acceptance(rates: list[float | None], alpha: float | None) -> go.Fi
 
 
 def all_charts(rounds: list[RoundEvent], stats: dict, k_max: int) -> tuple[go.Figure, ...]:
+    """The four charts; a tree run gets tokens per pass against node count where a chain run gets
+    speedup against k (a tree's k is only its depth; its width is what the run chose)."""
     alpha = stats.get("alpha")
-    drafted = [len(r.drafted) for r in rounds if r.drafted]
+    drafted = [draft_length(r) for r in rounds if r.drafted]
     k_point = sum(drafted) / len(drafted) if drafted else stats.get("k", 1)  # the mean k actually drafted
+    if stats.get("tree"):
+        third = tree_tokens_per_pass(rounds, alpha, stats["tree"])
+    else:
+        third = speedup_vs_k(alpha, stats.get("c"), stats.get("verify_cost"), k_point, stats.get("speedup"), k_max,
+                             stats.get("k_settled"))
     return (
         tokens_per_round(rounds, alpha),
         accepted_histogram(rounds, alpha),
-        speedup_vs_k(alpha, stats.get("c"), stats.get("verify_cost"), k_point, stats.get("speedup"), k_max,
-                     stats.get("k_settled")),
+        third,
         position_acceptance(stats.get("position_acceptance") or [], alpha),
     )
+
+
+def tree_tokens_per_pass(rounds: list[RoundEvent], alpha: float | None, measured: dict | None) -> go.Figure:
+    """Expected tokens per target pass against the nodes n it verifies, n = 1 .. the largest tree.
+
+    The draft's estimate: a node is accepted with about the probability the draft gives its path
+    (its reach), so a round's n likeliest nodes yield 1 + the sum of their reach (the 1 is the
+    target's own token); those n form a tree, since no child is likelier than its parent. The chain
+    theory τ(α̂, n) is what n nodes in a single chain would yield. measured: stats["tree"]."""
+    fig = _figure("Expected tokens per pass vs nodes verified", "nodes verified per pass (n)",
+                  "tokens per target pass")
+    trees = [r.tree for r in rounds if r.tree is not None]
+    if not trees:
+        return _waiting(fig)
+    ns = list(range(1, max(len(t.tokens) for t in trees) + 1))
+    estimate = draft_estimate([t.reach for t in trees if t.reach is not None], ns[-1])
+    if estimate:
+        fig.add_scatter(x=ns, y=estimate, mode="lines+markers", name="draft's own estimate: 1 + Σ top-n reach",
+                        line=dict(color="#0891b2"))
+    if alpha is not None:
+        fig.add_scatter(x=ns, y=[tau(alpha, n) for n in ns], mode="lines", name=f"chain theory τ(α̂ = {alpha:.2f}, n)",
+                        line=dict(color=THEORY, dash="dash"))
+    if measured:
+        fig.add_scatter(x=[measured["nodes_per_round"]], y=[measured["tokens_per_pass"]], mode="markers",
+                        name="measured (mean nodes, tokens per pass)",
+                        marker=dict(color="#ea580c", size=13, symbol="diamond"))
+    fig.add_hline(y=1.0, line=dict(color="#9ca3af", width=1))  # plain decoding: one token per pass
+    return fig
+
+
+def draft_estimate(reaches: list, n_max: int) -> list[float]:
+    """Mean over rounds of 1 + the sum of a round's n largest reach values, for n = 1 .. n_max (a
+    round with fewer nodes counts all of them). Empty without reach (prompt lookup)."""
+    if not reaches:
+        return []
+    per_round = []
+    for reach in reaches:
+        sums, total = [], 0.0
+        for value in sorted(reach, reverse=True):
+            total += value
+            sums.append(1.0 + total)
+        per_round.append([sums[min(n, len(sums)) - 1] if sums else 1.0 for n in range(1, n_max + 1)])
+    return [statistics.fmean(column) for column in zip(*per_round)]
+
+
+# ---------------------------------------------------------------- one round's tree
+
+ROOT_COLOUR = "#111827"
+VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}  # whitespace made visible on a node
+LABEL_CHARS = 12
+# The target's token after a tree's path: the lanes' colours, with what bonus and correction mean in a tree.
+TREE_TARGET = {BONUS: "the target's bonus token (the path ended at a leaf)",
+               CORRECTED: "the target's correction (no child of the path's end was accepted)"}
+
+
+def _visible(text: str, token: int) -> str:
+    """A node's label: whitespace shown, HTML escaped (plotly reads tags), long text cut, and an
+    empty piece (a special token, half a character) named by its id."""
+    if not text:
+        return f"#{token}"
+    shown = "".join(VISIBLE.get(c, c) for c in text)
+    return html.escape(shown if len(shown) <= LABEL_CHARS else shown[: LABEL_CHARS - 1] + "…")
+
+
+def tree_layout(parents: list[int]) -> tuple[list[int], list[float]]:
+    """(depth, y) of each node: leaves on consecutive rows in depth-first order, each parent centred
+    on its children, so no two branches cross. The root (-1) is at depth 0, not in the lists."""
+    children: dict[int, list[int]] = {}
+    for node, parent in enumerate(parents):
+        children.setdefault(parent, []).append(node)
+    depth, y = [0] * len(parents), [0.0] * len(parents)
+    leaves = 0
+
+    def place(node: int, level: int) -> float:
+        nonlocal leaves
+        below = [place(child, level + 1) for child in children.get(node, [])]
+        row = statistics.fmean(below) if below else -float(leaves)  # the first leaf on top
+        leaves += not below
+        if node >= 0:
+            depth[node], y[node] = level, row
+        return row
+
+    place(-1, 0)
+    return depth, y
+
+
+def _no_tree(message: str) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(**LAYOUT)
+    fig.update_layout(height=220, title=dict(text="Token tree", x=0.01, xanchor="left"))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
+                       font=dict(color="#6b7280"))
+    return fig
+
+
+def tree_figure(round_tree: dict | None) -> go.Figure:
+    """One tree round (a `trees` entry of the stats JSON) drawn left to right: the root (the last
+    committed token) at depth 0, every drafted node at its depth, the accepted path in the accepted
+    colour, the target's own token hanging off the path's end as a correction or a bonus, and every
+    other node grey. Hover shows a node's text, id, the draft's reach and its fate."""
+    if not round_tree or not round_tree.get("tokens"):
+        return _no_tree("tree drafters only: run draft-tree or lookup-tree to see each round's token tree")
+    tokens, texts, path = round_tree["tokens"], round_tree["text"], set(round_tree["path"])
+    parents, target = list(round_tree["parents"]), round_tree.get("target_token")
+    if target is not None:  # drawn as one more node, the last child of the path's end
+        parents.append(round_tree["path"][-1] if path else -1)
+    depth, y = tree_layout(parents)
+    fig = go.Figure()
+    _tree_edges(fig, parents, depth, y, path, target is not None)
+    for name, fate, nodes in ((FATES[ACCEPTED][2], ACCEPTED, sorted(path)),
+                              ("drafted, not accepted", PLAIN, [i for i in range(len(tokens)) if i not in path])):
+        _tree_nodes(fig, name, fate, [depth[i] for i in nodes], [y[i] for i in nodes],
+                    [_visible(texts[i], tokens[i]) for i in nodes], [_node_hover(i, round_tree, path) for i in nodes])
+    if target is not None:
+        fate = round_tree.get("target_fate") if round_tree.get("target_fate") in TREE_TARGET else CORRECTED
+        text = round_tree.get("target_text") or ""
+        hover = f"<b>{html.escape(repr(text))}</b> (id {target})<br>the target's own token: {fate}"
+        _tree_nodes(fig, TREE_TARGET[fate], fate, [depth[-1]], [y[-1]],
+                    [_visible(text, target)], [hover])
+    fig.add_scatter(x=[0], y=[_root_y(parents, y)], mode="markers+text", text=["▸"], hoverinfo="text",
+                    textfont=dict(color="#ffffff", size=14), marker=dict(color=ROOT_COLOUR, size=22, symbol="square"),
+                    hovertext=["root: the last committed token"], showlegend=False)
+    _tree_layout(fig, round_tree, max(depth), rows=int(-min(y)) + 1)  # leaves
+    return fig
+
+
+def _root_y(parents: list[int], y: list[float]) -> float:
+    return statistics.fmean([y[i] for i, p in enumerate(parents) if p < 0])
+
+
+def _tree_edges(fig: go.Figure, parents: list[int], depth: list[int], y: list[float], path: set, target: bool):
+    """Parent to child lines: the accepted path (and on to the target's token) thick and green."""
+    root_y = _root_y(parents, y)
+    kept = path | ({len(parents) - 1} if target else set())
+    for nodes, line in (([i for i in range(len(parents)) if i not in kept], dict(color="#cbd5e1", width=1.5)),
+                        (sorted(kept), dict(color=FATES[ACCEPTED][1], width=3))):
+        xs, ys = [], []
+        for i in nodes:
+            parent = parents[i]
+            xs += [0 if parent < 0 else depth[parent], depth[i], None]
+            ys += [root_y if parent < 0 else y[parent], y[i], None]
+        fig.add_scatter(x=xs, y=ys, mode="lines", line=line, hoverinfo="skip", showlegend=False)
+
+
+def _tree_nodes(fig: go.Figure, name: str, fate: str, xs, ys, labels, hover) -> None:
+    if not xs:
+        return
+    fill, edge, _ = FATES[fate]
+    fig.add_scatter(x=xs, y=ys, mode="markers+text", name=name, text=labels, textposition="middle center",
+                    textfont=dict(family="ui-monospace, SFMono-Regular, Menlo, monospace", size=11, color="#111827"),
+                    marker=dict(symbol="square", size=30, color=fill, line=dict(color=edge, width=2)),
+                    hovertext=hover, hoverinfo="text")
+
+
+def _node_hover(i: int, tree: dict, path: set) -> str:
+    """A node's text, id, the draft's reach, and what happened to it."""
+    parent = tree["parents"][i]
+    if i in path:
+        fate = "accepted"
+    elif parent < 0 or parent in path:
+        fate = "rejected (the target did not take it here)"
+    else:
+        fate = "untried (below a node the target rejected)"
+    reach = tree.get("reach")
+    chance = "no draft probabilities (prompt lookup)" if reach is None else f"draft reach {reach[i]:.3g}"
+    return f"<b>{html.escape(repr(tree['text'][i]))}</b> (id {tree['tokens'][i]})<br>{chance}<br>{fate}"
+
+
+def _tree_layout(fig: go.Figure, tree: dict, max_depth: int, rows: int) -> None:
+    path, fate = tree["path"], tree.get("target_fate")
+    end = f"the target's {fate} token" if fate else "the run ended inside the round"
+    title = (f"Round {tree['round']}: {len(tree['tokens'])} nodes, {len(path)} accepted along the path, "
+             f"then {end}")
+    fig.update_layout(**LAYOUT)
+    # The title can be long: the legend goes on its own line below it.
+    fig.update_layout(height=min(900, max(280, 34 * rows + 130)), margin=dict(t=75),
+                      title=dict(text=title, x=0.01, xanchor="left", yanchor="top", y=0.99))
+    fig.update_xaxes(title_text="depth (0 = the last committed token)", dtick=1, range=[-0.5, max_depth + 0.6],
+                     showgrid=False, zeroline=False)
+    fig.update_yaxes(visible=False)

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..engine.drafters import DRAFTERS, needs_draft_model
+from ..engine.config import MAX_BRANCHING, MAX_TREE_BUDGET
+from ..engine.drafters import DRAFTERS, TREE, needs_draft_model
 from ..engine.policy import POLICIES
 
 OFFLINE_NAMES = ("embedded", "qwen-coder-1.5b", "qwen-coder-0.5b")
@@ -41,6 +42,9 @@ class Limits:
     allowlist: tuple[str, ...] | None  # None: any model id, folder or file
     allow_local_paths: bool
     allow_remote_code: bool
+    # Nodes a tree drafter may ask the target to verify in one pass. The pass's cost grows with it, so
+    # a shared Space caps it below the engine's own limit (MAX_TREE_BUDGET).
+    tree_budget_max: int = MAX_TREE_BUDGET
 
     def as_dict(self) -> dict:
         return {key: list(v) if isinstance(v, tuple) else v for key, v in self.__dict__.items()}
@@ -62,6 +66,8 @@ class Checked:
     max_new_tokens: int
     seed: int
     draft_layers: str | None = None  # the self drafter's layers as typed ("" = its default); None for others
+    tree_budget: int = 16  # the tree drafters' TreeShape; checked for every drafter, read by the tree ones
+    tree_branching: int = 4
 
 
 def _brief(value) -> str:
@@ -192,8 +198,24 @@ def check_draft_layers(text) -> str:
     return text
 
 
+def no_draft_drafters(conjunction: str = "and") -> str:
+    """The drafters that need no draft model, as a sentence lists them: 'prompt-lookup, self and lookup-tree'."""
+    names = [d for d in DRAFTERS if not needs_draft_model(d)]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
+
+
+def check_tree_policy(drafter: str, policy: str) -> None:
+    """A tree drafter grows its tree to depth k every round; the other policies choose k for a chain
+    (the engine would refuse them too, but only once the models are loaded)."""
+    if drafter in TREE and policy != "fixed":
+        switch = "adaptive_k (the heuristic policy)" if policy == "heuristic" else f"the {policy} policy"
+        raise InvalidInput(f"the {drafter} drafter grows its tree to a fixed depth k every round, and {switch} "
+                           "chooses k for a chain of drafts: use policy 'fixed' with adaptive_k off, or a chain "
+                           "drafter")
+
+
 def check_request(limits: Limits, prompt, target, draft, drafter, k, adaptive, temperature, top_p,
-                  max_new_tokens, seed, policy="fixed", draft_layers="") -> Checked:
+                  max_new_tokens, seed, policy="fixed", draft_layers="", tree_budget=16, tree_branching=4) -> Checked:
     """All checks that need no model, in the order of the API's arguments."""
     prompt = check_prompt(prompt, limits)
     if not isinstance(drafter, str) or drafter not in DRAFTERS:  # a list or dict is not even hashable
@@ -202,8 +224,8 @@ def check_request(limits: Limits, prompt, target, draft, drafter, k, adaptive, t
     _text("draft model", draft)  # even where the drafter ignores it
     needs_draft = needs_draft_model(drafter)
     if needs_draft and not (draft and draft.strip()):
-        free = " or ".join(d for d in DRAFTERS if not needs_draft_model(d))
-        raise InvalidInput(f"the {drafter} drafter needs a draft model; pick one, or use {free}, which need none")
+        raise InvalidInput(f"the {drafter} drafter needs a draft model; pick one, or use {no_draft_drafters('or')}, "
+                           "which need none")
     draft = check_model("draft", draft, limits) if needs_draft else None
     if not isinstance(adaptive, bool):
         raise InvalidInput(f"adaptive_k must be true or false, got {_brief(adaptive)}")
@@ -213,6 +235,7 @@ def check_request(limits: Limits, prompt, target, draft, drafter, k, adaptive, t
         raise InvalidInput("adaptive_k is the heuristic policy; it cannot be combined with policy 'cost'")
     _text("draft_layers", draft_layers)  # even where the drafter ignores it, like the draft
     draft_layers = check_draft_layers(draft_layers) if drafter == "self" else None
+    check_tree_policy(drafter, "heuristic" if adaptive else policy)
     return Checked(
         prompt=prompt, target=target, draft=draft, drafter=drafter,
         k=_number("k", k, 1, limits.k_max, integer=True),
@@ -223,4 +246,6 @@ def check_request(limits: Limits, prompt, target, draft, drafter, k, adaptive, t
         max_new_tokens=_number("max_new_tokens", max_new_tokens, 1, limits.max_new_tokens, integer=True),
         seed=_number("seed", seed, 0, limits.seed_max, integer=True),
         draft_layers=draft_layers,
+        tree_budget=_number("tree_budget", tree_budget, 1, limits.tree_budget_max, integer=True),
+        tree_branching=_number("tree_branching", tree_branching, 1, MAX_BRANCHING, integer=True),
     )

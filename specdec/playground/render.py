@@ -71,7 +71,8 @@ def _fmt(value, digits: int = 3) -> str:
 def stats_rows(stats: dict, standard: dict, speculative: dict, greedy: bool, finished: bool) -> list[list[str]]:
     """[quantity, value, meaning] rows of the comparison table."""
     rows = [
-        ["tokens/s, standard", _fmt(standard["tokens_per_s"], 2), f"{standard['tokens']} tokens in {standard['seconds']:.2f} s"],
+        ["tokens/s, standard", _fmt(standard["tokens_per_s"], 2),
+         f"{standard['tokens']} tokens in {standard['seconds']:.2f} s"],
         ["tokens/s, speculative", _fmt(speculative["tokens_per_s"], 2),
          f"{speculative['tokens']} tokens in {speculative['seconds']:.2f} s, {stats['rounds']} rounds"],
         ["speedup, measured", _fmt(stats["speedup"], 2), "speculative tokens/s ÷ standard tokens/s"],
@@ -80,7 +81,8 @@ def stats_rows(stats: dict, standard: dict, speculative: dict, greedy: bool, fin
         ["speedup, predicted with verify cost", _fmt(stats["predicted_speedup_with_verify_cost"], 2),
          "Σ τ(α̂, m_r) / Σ (m_r·c + v), v = measured verify cost (1 for a round that drafted nothing)"],
         ["α (acceptance rate)", _fmt(stats["alpha"]), "truncated-geometric MLE over rounds"],
-        ["τ (mean tokens per round)", f"{_fmt(stats['tokens_per_round'], 2)} measured / {_fmt(stats['tau'], 2)} expected",
+        ["τ (mean tokens per round)",
+         f"{_fmt(stats['tokens_per_round'], 2)} measured / {_fmt(stats['tau'], 2)} expected",
          "expected: mean over rounds of τ(α̂, m_r) = (1 − α̂^(m_r+1)) / (1 − α̂), "
          "m_r = the round's own draft length"],
         ["k (tokens drafted per round)", _fmt(stats["k"]), "starting k when adaptive"],
@@ -95,6 +97,8 @@ def stats_rows(stats: dict, standard: dict, speculative: dict, greedy: bool, fin
     if stats.get("drafter"):
         rows.insert(2, ["drafter", drafter_label(stats["drafter"], stats.get("draft_layers")),
                         DRAFTERS.get(stats["drafter"], "")])
+    if stats.get("tree"):
+        rows.append(_tree_row(stats["tree"]))
     serving = stats.get("serving") if finished else None
     if serving and serving.get("vllm"):
         rows.append(["vLLM", serving["vllm"]["flag"], serving["note"]])
@@ -123,6 +127,14 @@ def layer_ranges(layers) -> str:
 def drafter_label(drafter: str, layers=None) -> str:
     """The drafter's name, with the layers it drafts from for the self drafter: 'self · layers 0-14'."""
     return f"{drafter} · layers {layer_ranges(layers)}" if layers else drafter
+
+
+def _tree_row(tree: dict) -> list[str]:
+    """A tree run's mean tree and what one target pass over it yielded (stats["tree"])."""
+    return ["token tree (mean per round)",
+            f"{tree['nodes_per_round']:.1f} nodes, depth {tree['depth_per_round']:.1f}",
+            f"over {tree['rounds']} tree rounds: {tree['accepted_per_round']:.2f} accepted along the path, "
+            f"{tree['tokens_per_pass']:.2f} tokens per target pass (α̂ and τ count a tree's depth as its k)"]
 
 
 def _policy_note(stats: dict) -> str:

@@ -18,6 +18,7 @@ from ..engine.pair import Pair, Request
 from ..engine.compare import summarize
 from ..engine.events import RoundEvent, TokenEvent
 from .store import DEVICE_LOCK
+from .trees import tree_json
 from ..engine.text import Detokenizer
 
 STANDARD, SPECULATIVE = "standard", "speculative"
@@ -62,6 +63,8 @@ class Race:
         self.token_events: list[TokenEvent] = []
         self.rounds: list[RoundEvent] = []
         self.steps: list[Step] = []
+        self.trees: list[dict] = []  # tree rounds as plain JSON (trees.tree_json), built once each
+        self._tokenizer = pair.tokenizer
         self._detok = {STANDARD: Detokenizer(pair.tokenizer), SPECULATIVE: Detokenizer(pair.tokenizer)}
         self._standard = pair.standard(request, prompt_ids)
         self._speculative = pair.speculative(request, prompt_ids)
@@ -98,6 +101,9 @@ class Race:
 
     def _add_round(self, event: RoundEvent) -> None:
         self.rounds.append(event)
+        if event.tree is not None:  # its root is the last token committed before this round
+            root = (self.speculative.token_ids or self._prompt_ids)[-1]
+            self.trees.append(tree_json(event, self._tokenizer, root))
         detok = self._detok[SPECULATIVE]
         pieces = [(detok.add(t), fate) for t, fate in zip(event.tokens, event.fates)]
         self._extend(self.speculative, SPECULATIVE, list(event.tokens), pieces, event.seconds, event.finished)

@@ -133,7 +133,10 @@ def test_bad_input_gets_a_clear_error_naming_the_limit(api, folders, changes, me
 
 
 def raw_compare(url: str, data: list) -> str:
-    """POST /compare as any HTTP client can (JSON with NaN, Infinity, 400-digit ints), and read its stream."""
+    """POST /compare as any HTTP client can (JSON with NaN, Infinity, 400-digit ints), and read its stream.
+    Over raw HTTP Gradio wants every input (only gradio_client fills in the optional last ones), so the
+    tree arguments after the documented 12 are sent at their defaults."""
+    data = [*data, *[16, 4][max(0, len(data) - 12):]]
     url = url.rstrip("/") + "/gradio_api/call/compare"
     post = urllib.request.Request(url, json.dumps({"data": data}).encode(), {"Content-Type": "application/json"})
     event_id = json.loads(urllib.request.urlopen(post, timeout=30).read())["event_id"]
@@ -174,7 +177,7 @@ def test_tokenizer_mismatch_offers_the_cross_tokenizer_drafter(api, folders, dra
     message = str(error.value)
     assert "tokenizer does not match" in message and "another tokenizer" in message
     assert "choose the cross-tokenizer drafter (or press Auto" in message
-    assert "prompt-lookup and self" in message  # and the drafters that need no draft model
+    assert "prompt-lookup, self and lookup-tree" in message  # and the drafters that need no draft model
     # The offer holds: the same pair with the cross-tokenizer drafter runs, greedy output unchanged.
     stats = api.predict(*args(PROMPT, folders["target"], folders["mismatch"], "cross-tokenizer", max_new_tokens=12),
                         api_name="/compare")[7]

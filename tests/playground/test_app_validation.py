@@ -186,7 +186,7 @@ def test_the_draft_is_only_taken_for_the_draft_model_drafter():
 
 def test_a_drafter_that_needs_a_draft_names_those_that_need_none():
     with pytest.raises(InvalidInput, match="the cross-tokenizer drafter needs a draft model; pick one, or use "
-                                           "prompt-lookup or self, which need none"):
+                                           "prompt-lookup, self or lookup-tree, which need none"):
         check(drafter="cross-tokenizer")
     assert check(drafter="cross-tokenizer", draft="embedded").draft == "embedded"
     assert check(drafter="self", draft="embedded").draft is None  # self drafts from the target

@@ -1,0 +1,238 @@
+"""Token trees in the playground: the tree drafters through the launched app's /compare (the trees in
+the stats JSON, their shape checked), the tree arguments and policies refused with the limit named,
+calls from before the tree arguments, the tree figure and the Round slider, and the tokens-per-pass
+chart. Tiny local models keep it fast."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from gradio_client.exceptions import AppError
+
+from app_support import args, client, launched, save_model, tiny_tokenizer, with_limits, VOCAB
+from conftest import perturbed, tiny_model
+
+import app
+import space_config
+from specdec.engine.drafters import TREE
+from specdec.engine.events import ACCEPTED, BONUS, CORRECTED, PLAIN, RoundEvent, TreeRound
+from specdec.playground import charts
+from specdec.playground.limits import InvalidInput, check_request
+from specdec.playground.render import FATES
+from specdec.playground.trees import pick_tree
+
+PROMPT = "abc abc abc abc abc"
+GOOD = dict(prompt="hi", target="embedded", draft="", drafter="lookup-tree", k=4, adaptive=False, temperature=0.0,
+            top_p=1.0, max_new_tokens=8, seed=0)  # check_request's first ten arguments, for a tree drafter
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    target = tiny_model("llama", seed=0, vocab=VOCAB)
+    return {"target": save_model(root / "target", target, tiny_tokenizer()),
+            "draft": save_model(root / "draft", perturbed(target, 0.05), tiny_tokenizer())}
+
+
+@pytest.fixture(scope="module")
+def api(folders):
+    with launched() as (url, _):
+        yield client(url)
+
+
+def compare(api, *values, tree_budget=16, tree_branching=4, **changes) -> list:
+    """/compare with all 14 arguments: the documented 12, then tree_budget and tree_branching."""
+    return api.predict(*args(*values, **changes), tree_budget, tree_branching, api_name="/compare")
+
+
+@pytest.fixture(scope="module")
+def lookup_run(api, folders):
+    return compare(api, PROMPT, folders["target"], drafter="lookup-tree", k=3, max_new_tokens=32)
+
+
+@pytest.fixture(scope="module")
+def draft_run(api, folders):
+    return compare(api, PROMPT, folders["target"], folders["draft"], "draft-tree", k=3, max_new_tokens=32,
+                   tree_budget=8, tree_branching=2)
+
+
+def check_trees(stats: dict) -> None:
+    """Every tree is a tree, its path a path in it from the root, and the round's tokens its path's
+    plus the target's own, with the fate the path's end decides."""
+    trees = stats["trees"]
+    assert trees and len(trees) == stats["tree"]["rounds"]
+    json.dumps(trees, allow_nan=False)
+    for t in trees:
+        n = len(t["tokens"])
+        assert len(t["text"]) == len(t["parents"]) == n == stats["drafted"][t["round"]] > 0
+        assert all(-1 <= p < i for i, p in enumerate(t["parents"]))  # parents come first
+        assert [t["parents"][node] for node in t["path"]] == ([-1] + t["path"])[:len(t["path"])]
+        assert len(t["path"]) == stats["accepted"][t["round"]]
+        leaf = not any(p == (t["path"][-1] if t["path"] else -1) for p in t["parents"])
+        if t["target_token"] is not None:
+            assert t["target_fate"] == (BONUS if leaf else CORRECTED) and isinstance(t["target_text"], str)
+    ends = [t for t in trees if t["target_token"] is not None]
+    if len(ends) == len(trees):  # no round cut short: a pass yields the path and one target token
+        mean = sum(len(t["path"]) + 1 for t in trees) / len(trees)
+        assert stats["tree"]["tokens_per_pass"] == pytest.approx(mean)
+
+
+def test_lookup_tree_run_returns_its_trees(lookup_run, folders):
+    stats = lookup_run[7]
+    assert stats["finished"] and stats["drafter"] == "lookup-tree" and stats["identical"] is True
+    assert stats["tree_shape"] == {"budget": 16, "branching": 4} and stats["tree"]["rounds"] > 0
+    check_trees(stats)
+    assert all(t["reach"] is None and len(t["tokens"]) <= 16 for t in stats["trees"])  # lookup: no probabilities
+    assert "lookup-tree · up to 16 nodes · depth k=3" in lookup_run[1]
+    rows = {row[0]: row[1] for row in lookup_run[2]["data"]}
+    assert "nodes" in rows["token tree (mean per round)"]
+
+
+def test_draft_tree_run_returns_trees_within_its_shape(draft_run, folders):
+    stats = draft_run[7]
+    assert stats["finished"] and stats["drafter"] == "draft-tree" and stats["identical"] is True
+    assert stats["tree_shape"] == {"budget": 8, "branching": 2}
+    check_trees(stats)
+    for t in stats["trees"]:
+        assert len(t["tokens"]) <= 8
+        assert all(t["parents"].count(p) <= 2 for p in set(t["parents"]))  # branching
+        reach = t["reach"]
+        assert all(0 < r <= 1 for r in reach)
+        assert all(reach[i] <= reach[p] + 1e-9 for i, p in enumerate(t["parents"]) if p >= 0)
+    # The third chart is tokens per pass against node count, with the draft's own estimate.
+    chart = json.loads(draft_run[5]["plot"])
+    assert chart["layout"]["title"]["text"] == "Expected tokens per pass vs nodes verified"
+    names = [trace.get("name", "") for trace in chart["data"]]
+    assert any(name.startswith("draft's own estimate") for name in names)
+    assert any(name.startswith("chain theory τ") for name in names)
+    assert "measured (mean nodes, tokens per pass)" in names
+
+
+def test_a_sampled_draft_tree_run_returns_consistent_trees(api, folders):
+    stats = compare(api, PROMPT, folders["target"], folders["draft"], "draft-tree", k=2, temperature=0.9, seed=3,
+                    max_new_tokens=16, tree_budget=6, tree_branching=3)[7]
+    assert stats["finished"] and not stats["greedy"] and "identical" not in stats
+    check_trees(stats)
+
+
+def test_chain_runs_keep_their_charts_and_have_no_trees(api, folders):
+    result = api.predict(*args(PROMPT, folders["target"], max_new_tokens=8), api_name="/compare")  # 12 arguments
+    stats = result[7]
+    assert stats["finished"] and stats["trees"] is None and stats["tree"] is None and stats["tree_shape"] is None
+    assert json.loads(result[5]["plot"])["layout"]["title"]["text"].startswith("Expected speedup vs k")
+    assert charts.tree_figure(None).layout.annotations[0].text.startswith("tree drafters only")
+
+
+def test_a_twelve_argument_tree_call_gets_the_default_shape(api, folders):
+    stats = api.predict(*args(PROMPT, folders["target"], drafter="lookup-tree", max_new_tokens=8),
+                        api_name="/compare")[7]
+    assert stats["finished"] and stats["tree_shape"] == {"budget": 16, "branching": 4}
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"tree_budget": 300}, "tree_budget must be in [1, 256], got 300"),
+    ({"tree_budget": 0}, "tree_budget must be in [1, 256], got 0"),
+    ({"tree_budget": 2.5}, "tree_budget must be a whole number"),
+    ({"tree_branching": 17}, "tree_branching must be in [1, 16], got 17"),
+    ({"tree_branching": "many"}, "tree_branching must be a number"),
+    ({"policy": "cost"}, "the lookup-tree drafter grows its tree to a fixed depth k every round, and the cost policy"),
+    ({"adaptive": True}, "and adaptive_k (the heuristic policy) chooses k for a chain"),
+])
+def test_bad_tree_requests_name_the_limit_and_the_server_keeps_serving(api, folders, changes, message):
+    with pytest.raises(AppError) as error:
+        compare(api, PROMPT, folders["target"], drafter="lookup-tree", max_new_tokens=4, **changes)
+    assert message in str(error.value)
+    assert compare(api, PROMPT, folders["target"], max_new_tokens=4)[7]["finished"]
+
+
+def test_limits_list_the_tree_drafters_and_the_budget(api):
+    info = api.predict(api_name="/limits")
+    assert TREE <= set(info["drafters"]) and info["limits"]["tree_budget_max"] == 256
+    assert space_config.PUBLIC_LIMITS.tree_budget_max == 64 < space_config.LOCAL_LIMITS.tree_budget_max == 256
+    good = GOOD
+    with pytest.raises(InvalidInput, match=r"tree_budget must be in \[1, 64\]"):
+        check_request(space_config.PUBLIC_LIMITS, **good, tree_budget=65)
+    assert check_request(space_config.PUBLIC_LIMITS, **good, tree_budget=64).tree_budget == 64
+    with pytest.raises(InvalidInput, match="draft-tree drafter grows its tree"):
+        check_request(with_limits(), **{**good, "drafter": "draft-tree", "draft": "embedded"}, policy="heuristic")
+
+
+@pytest.mark.parametrize("name", ["tree_budget", "tree_branching"])
+@pytest.mark.parametrize("value", [10**400, float("nan"), None, [4], True, "16x", -1])
+def test_junk_tree_arguments_are_refused_naming_them(name, value):
+    with pytest.raises(InvalidInput, match=rf"^{name} must be"):
+        check_request(with_limits(), **GOOD, **{name: value})
+
+
+def test_the_drafter_shows_only_the_fields_it_reads():
+    shown = {name: [u["visible"] for u in app.drafter_fields(name)] for name in ("self", "draft-tree", "hybrid")}
+    assert shown == {"self": [True, False, False], "draft-tree": [False, True, True], "hybrid": [False] * 3}
+
+
+# ---------------------------------------------------------------- the tree figure
+
+def fills(fig) -> dict[str, list]:
+    """The node traces (not the root) by legend name: their fill colour, once per node."""
+    nodes = [t for t in fig.data if t.mode == "markers+text" and t.showlegend is not False]
+    return {t.name: [t.marker.color] * len(t.x) for t in nodes}
+
+
+def test_tree_figure_draws_every_node_and_colours_the_path(draft_run):
+    tree = max(draft_run[7]["trees"], key=lambda t: (len(t["path"]), len(t["tokens"])))
+    fig = charts.tree_figure(tree)
+    nodes = [t for t in fig.data if t.mode == "markers+text"]
+    assert sum(len(t.x) for t in nodes) == len(tree["tokens"]) + 1 + (tree["target_token"] is not None)  # + root
+    colours = fills(fig)
+    assert colours.get(FATES[ACCEPTED][2], []) == [FATES[ACCEPTED][0]] * len(tree["path"])
+    assert colours["drafted, not accepted"] == [FATES[PLAIN][0]] * (len(tree["tokens"]) - len(tree["path"]))
+    if tree["target_token"] is not None:
+        fate = tree["target_fate"]
+        assert colours[charts.TREE_TARGET[fate]] == [FATES[fate][0]]
+    hover = " ".join(h for t in nodes for h in (t.hovertext or ()))
+    assert "draft reach" in hover and f"Round {tree['round']}:" in fig.layout.title.text
+
+
+def test_the_round_slider_steps_through_the_trees_without_running(lookup_run):
+    trees = lookup_run[7]["trees"]
+    figure, slider = app.tree_view({"trees": trees})
+    assert slider["visible"] is (len(trees) > 1) and slider["value"] == 1
+    assert figure.layout.title.text.startswith(f"Round {trees[0]['round']}:")
+    last = app.tree_round({"trees": trees}, len(trees))
+    assert last.layout.title.text.startswith(f"Round {trees[-1]['round']}:")
+    assert pick_tree(trees, 10**9) is trees[-1] and pick_tree(trees, None) is trees[0] and pick_tree([], 1) is None
+    assert app.tree_view(None)[0].layout.annotations[0].text.startswith("tree drafters only")
+
+
+def test_tree_layout_keeps_branches_apart_and_whitespace_visible():
+    depth, y = charts.tree_layout([-1, 0, 0, -1, 3])
+    assert depth == [1, 2, 2, 1, 2]
+    assert y[1] > y[2] > y[4] and y[0] == (y[1] + y[2]) / 2 and y[3] == y[4]  # parents centred on children
+    tree = {"round": 3, "tokens": [5, 6, 7], "text": [" a", "\n", ""], "parents": [-1, 0, -1], "path": [0],
+            "reach": None, "target_token": 9, "target_text": "<b>", "target_fate": CORRECTED}
+    fig = charts.tree_figure(tree)
+    labels = [label for t in fig.data if t.mode == "markers+text" for label in t.text]
+    assert {"␣a", "↵", "#7", "&lt;b&gt;", "▸"} <= set(labels)
+    grey = next(t for t in fig.data if t.name == "drafted, not accepted")
+    assert len(grey.hovertext) == 2 and all("no draft probabilities" in h for h in grey.hovertext)
+    assert "rejected" in grey.hovertext[0] and fills(fig)[charts.TREE_TARGET[CORRECTED]]
+
+
+# ---------------------------------------------------------------- tokens per pass against node count
+
+def chain_round(i: int, reach, path, tokens) -> RoundEvent:
+    """A tree round whose tree is one chain, with the draft's reach of each node."""
+    tree = TreeRound(tuple(range(len(reach))), tuple([-1] + list(range(len(reach) - 1))), path, reach)
+    fates = (ACCEPTED,) * len(path) + (BONUS,)
+    return RoundEvent(i, 3, tree.tokens, len(path), tuple(tokens), fates, 0.01, 0.02, (), False, tree=tree)
+
+
+def test_the_draft_estimate_sums_each_rounds_likeliest_reach():
+    assert charts.draft_estimate([[0.25, 0.5], [1.0]], 3) == pytest.approx([1.75, 1.875, 1.875])
+    assert charts.draft_estimate([], 3) == []
+    rounds = [chain_round(0, (0.5, 0.25), (0,), (1, 2)), chain_round(1, (1.0,), (0,), (1, 2))]
+    fig = charts.tree_tokens_per_pass(rounds, 0.6, {"nodes_per_round": 1.5, "tokens_per_pass": 2.0})
+    curves = {t.name: t for t in fig.data}
+    assert list(curves["draft's own estimate: 1 + Σ top-n reach"].y) == pytest.approx([1.75, 1.875])
+    assert list(curves["chain theory τ(α̂ = 0.60, n)"].y) == pytest.approx([1.6, 1.96])
+    assert (curves["measured (mean nodes, tokens per pass)"].x[0], fig.layout.xaxis.title.text) == (
+        1.5, "nodes verified per pass (n)")
