@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..engine.drafters import DRAFTERS, TREE, needs_draft_model
+from ..engine.drafters import DRAFTERS, needs_draft_model
 
 # How k moves, as the engine's policies: constant = "fixed", adaptive = "heuristic" (transformers'
 # +2/-1 schedule), cost = "cost" (k from measured acceptance and costs, 0 when speculation cannot pay).
@@ -152,8 +152,6 @@ def expand(plans: list[Plan], suite: list[Prompt]) -> list[Group]:
                 for drafter in drafters:
                     for k in plan.ks:
                         for schedule in plan.schedules:
-                            if drafter in TREE and schedule != "constant":
-                                continue  # a tree grows to a fixed depth: the k schedules model chains
                             cell = Cell(plan.setup.name, prompt.id, prompt.category, float(temperature),
                                         plan.max_new_tokens, drafter, k, schedule)
                             group["cells"].setdefault(cell.key, cell)

@@ -26,9 +26,9 @@ from ..engine.timing import Clock
 from ..engine.tree import Tree
 from .grid import load_suite
 from .meters import OtherLoad
-from .presets import QWEN, SMOLLM
+from .presets import QWEN, QWEN_INT8, SMOLLM
 
-SETUPS = {"qwen": QWEN, "smollm2": SMOLLM}
+SETUPS = {"qwen": QWEN, "qwen-int8": QWEN_INT8, "smollm2": SMOLLM}
 SIZES = (1, 2, 4, 8, 16, 32, 64)
 
 

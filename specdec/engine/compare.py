@@ -28,7 +28,7 @@ def summarize(standard: list[TokenEvent], rounds: list[RoundEvent], k: int, gree
     adaptive k, prompt lookup and confidence stops too. `identical` is reported for greedy runs
     only: sampled lanes draw their random numbers differently, so their texts differ by design.
     """
-    drafted = [draft_length(r) for r in rounds]
+    drafted = [r.tested_length for r in rounds]  # a tree's path that ended at a leaf is no rejection
     accepted = [r.accepted for r in rounds]
     spec_ids = [t for r in rounds for t in r.tokens]
     std_seconds = sum(e.seconds for e in standard)
@@ -71,10 +71,7 @@ def summarize(standard: list[TokenEvent], rounds: list[RoundEvent], k: int, gree
 
 
 def draft_length(r: RoundEvent) -> int:
-    """A chain's drafted tokens; a tree's depth. Either way the draft passes a round cost a model
-    drafter, and the longest run of tokens it could add, which is what the alpha-geometric model and
-    c (cost per draft pass) count. A tree's width shows in its verify cost and acceptance instead."""
-    return len(r.drafted) if r.tree is None else r.tree.depth
+    return r.draft_length
 
 
 def tree_summary(rounds: list[RoundEvent]) -> dict | None:

@@ -71,9 +71,6 @@ def speculative_decode(
     drafter proposes a tree of depth k instead, verified in one pass too, and the round keeps its
     accepted path (tree.py)."""
     check_budget(max_new_tokens)
-    if getattr(drafter, "tree", False) and spec.policy != "fixed":
-        raise ValueError(f"the {drafter.name} drafter grows its tree to a fixed depth k; the {spec.policy} policy "
-                         "models chains of drafts: use the fixed policy")
     eos, clock = set(eos_ids), Clock(target.device)
     generator = make_generator(sampling.seed, target.device)
     policy = policy or make_policy(spec.policy, spec.k, spec.k_max)

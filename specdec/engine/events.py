@@ -38,6 +38,12 @@ class TreeRound:
             depths.append(1 if parent < 0 else depths[parent] + 1)
         return max(depths, default=0)
 
+    @property
+    def ended_at_leaf(self) -> bool:
+        """The accepted path's last node has no children: nothing below it was tried (a bonus)."""
+        end = self.path[-1] if self.path else -1
+        return end not in self.parents
+
 
 @dataclass(frozen=True)
 class RoundEvent:
@@ -73,3 +79,20 @@ class RoundEvent:
     @property
     def seconds(self) -> float:
         return self.draft_seconds + self.verify_seconds
+
+    @property
+    def draft_length(self) -> int:
+        """A chain's drafted tokens; a tree's depth. Either way the draft passes the round cost a model
+        drafter and the longest run of tokens it could add: what the alpha-geometric model, c (cost
+        per draft pass) and a policy's acceptance by position count. A tree's width shows in its
+        verify cost and its acceptance instead."""
+        return len(self.drafted) if self.tree is None else self.tree.depth
+
+    @property
+    def tested_length(self) -> int:
+        """How deep the round's acceptance was tested, as a chain's would be: its drafted tokens; a
+        tree's depth, or the accepted path's length where that path ended at a leaf (no deeper
+        position was tried, so none was rejected). Acceptance by position counts with this."""
+        if self.tree is not None and self.tree.ended_at_leaf:
+            return self.accepted
+        return self.draft_length

@@ -70,7 +70,7 @@ class HeuristicPolicy:
 
     def observe(self, round: RoundEvent, source: str) -> None:
         if round.drafted:
-            full = round.accepted == len(round.drafted)
+            full = round.accepted == round.tested_length  # a tree: its path reached a leaf
             self.k = min(self.k + 2, self.k_max) if full else max(1, self.k - 1)
 
 
@@ -97,9 +97,10 @@ class SourceCosts:
     decay: float
     draft: Decayed = None  # type: ignore[assignment]
     kept: list[Decayed] = field(default_factory=list)  # per position: decayed share of tested kept
+    width: Decayed = None  # type: ignore[assignment]  # tokens in its rounds' target passes (trees)
 
     def __post_init__(self) -> None:
-        self.draft = Decayed(self.decay)
+        self.draft, self.width = Decayed(self.decay), Decayed(self.decay)
 
     def alpha(self, position: int, prior: tuple[float, float] | None = None) -> float | None:
         """P(position kept | all before kept), positions from 1; None when never tested. With a
@@ -122,10 +123,11 @@ class SourceCosts:
         n = self.kept[position - 1].weight + prior[1]
         return max(0.0, alpha - z * math.sqrt(alpha * (1 - alpha) / n))
 
-    def observe(self, drafted: int, accepted: int, draft_seconds: float | None) -> None:
-        """draft_seconds None: acceptance only (the round's timing is not to be learned from)."""
-        if drafted and draft_seconds is not None:
-            self.draft.add(draft_seconds / drafted)
+    def observe(self, drafted: int, accepted: int, pass_seconds: float | None) -> None:
+        """drafted: positions tested; pass_seconds: the draft's seconds per pass (per token for a
+        chain); None: acceptance only (the round's timing is not to be learned from)."""
+        if pass_seconds is not None:
+            self.draft.add(pass_seconds)
         # Position i was tested when every position before it was kept: i = 1..accepted + 1.
         for i in range(1, min(drafted, accepted + 1) + 1):
             while len(self.kept) < i:
@@ -158,7 +160,11 @@ class CostModel:
         # A draft model that first reads a long stretch it sat out (or the whole prompt) pays a
         # prefill, not its cost per token: learning c from it would price the model out for good.
         steady = not prefill and round.catch_up <= CATCH_UP_LIMIT
-        self.source(source).observe(len(round.drafted), round.accepted, proposing if steady else None)
+        costs = self.source(source)
+        costs.observe(round.tested_length, round.accepted, proposing / round.draft_length if steady and round.drafted
+                      else None)
+        if round.drafted:
+            costs.width.add(len(round.drafted) + 1)
         if prefill:
             return
         self.overhead.add(round.policy_seconds)
@@ -238,9 +244,7 @@ class CostPolicy:
         plain = self.costs.pass_seconds(1) if 1 in self.costs.verify else None
         if plain is None:
             return Choice(0, sources[0], None, "measuring a plain decode step")
-        # A trust region: at most 2 beyond the widest pass measured, so an unmeasured width is
-        # explored one step at a time rather than bet on from an extrapolation.
-        reach = min(self.k_max, max(self.costs.seen_widths, default=1) + 1)
+        reach = self.trust_region(sources)
         plain_round = plain + (self.costs.overhead.mean or 0.0)  # plain decoding: 1 token per plain_round
         source, k, gain = self.best(sources, reach, plain_round, cautious=True)
         if gain <= 1.0:
@@ -259,10 +263,20 @@ class CostPolicy:
         self.probing = False
         return Choice(k, source, gain, f"{source}, k={k}: expected {gain:.2f}x plain decoding")
 
+    def trust_region(self, sources: Sequence[str]) -> int:
+        """The widest target pass a choice may ask for: at most 2 beyond the widest measured, so an
+        unmeasured width is explored a step at a time rather than bet on from an extrapolation. A
+        tree's width is its budget + 1 whatever its depth, so the next budget up is allowed too."""
+        widest = max(self.costs.seen_widths, default=1)
+        budgets = [b for b in map(tree_budget, sources) if b is not None and b + 1 > widest + 2]
+        return max(widest + 2, min(budgets, default=0) + 1)
+
     def best(self, sources: Sequence[str], reach: int, plain_round: float, cautious: bool) -> tuple[str, int, float]:
-        """The (source, k in 1..reach) with the most expected tokens per second, and its gain over
-        plain decoding."""
-        rates = {(s, k): rate for s in sources for k, rate in enumerate(self.rates(s, cautious)) if 0 < k <= reach}
+        """The (source, k in 1..k_max) with the most expected tokens per second among those whose
+        target pass is at most reach wide, and its gain over plain decoding."""
+        # A tree of n nodes is at most n deep: deeper k would price tokens it cannot yield.
+        rates = {(s, k): rate for s in sources for k, rate in enumerate(self.rates(s, cautious))
+                 if 0 < k <= min(self.k_max, tree_budget(s) or self.k_max) and verify_width(s, k) <= reach}
         source, k = max(rates, key=lambda sk: (rates[sk], -sk[1]))
         return source, k, rates[source, k] * plain_round
 
@@ -271,16 +285,37 @@ class CostPolicy:
         T(k) = k c + v(k + 1) + the per-round overhead every round pays, plain ones included."""
         draft, overhead = self.costs.source(source).draft.mean, self.costs.overhead.mean or 0.0
         expected = self.costs.expected_tokens_upto(source, self.k_max, cautious)
-        return [e / (k * draft + self.costs.pass_seconds(k + 1) + overhead) for k, e in enumerate(expected)]
+        return [e / (k * draft + self.costs.pass_seconds(self.width(source, k)) + overhead)
+                for k, e in enumerate(expected)]
+
+    def width(self, source: str, k: int) -> float:
+        """The target pass k drafts of source take: k + 1 for a chain; for a tree, the width its
+        rounds have measured (a tree is often smaller than its budget), else its budget + 1."""
+        measured = self.costs.source(source).width.mean
+        return verify_width(source, k) if tree_budget(source) is None or k == 0 or measured is None else measured
 
     def observe(self, round: RoundEvent, source: str) -> None:
         self.costs.observe(round, source)
-        if self.probing and round.drafted and round.accepted == len(round.drafted):
+        if self.probing and round.drafted and round.accepted == round.tested_length:
             # The probe was right all the way: probe again next round, at the gap it started from,
             # until the evidence is thick enough for the cautious estimate to draft on its own.
             self.gap = self.probe_every
             self.plain_streak = self.gap - 1
         self.probing = False
+
+
+def verify_width(source: str, k: int) -> int:
+    """Tokens in the target pass that verifies k drafts of source: k + 1 for a chain; for a tree
+    source, named "drafter:n" (see drafters.trees), its n nodes + 1, from the same table of pass
+    costs by width. A tree of depth k = 0 is no draft: a plain step."""
+    budget = tree_budget(source)
+    return k + 1 if budget is None or k == 0 else budget + 1
+
+
+def tree_budget(source: str) -> int | None:
+    """n of a tree source "drafter:n"; None for a chain source."""
+    _, colon, n = source.rpartition(":")
+    return int(n) if colon and n.isdigit() else None
 
 
 class Policy(Protocol):

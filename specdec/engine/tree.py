@@ -123,6 +123,8 @@ def merge_prefixes(branches: Sequence[Sequence[int]], budget: int | None = None)
     parents: list[int] = []
     index: dict[tuple[int, int], int] = {}  # (parent, token) -> node
     for branch in branches:
+        if budget is not None and len(tokens) >= budget:
+            break  # full: later branches could only walk nodes already there
         node = ROOT
         for token in branch:
             key = (node, int(token))
@@ -212,17 +214,17 @@ def slot_inputs(committed: int, tail: Sequence[int], slots: Sequence[tuple[int, 
             raise ValueError(f"slot {len(depths)}'s parent must be ROOT or an earlier slot, got {parent}")
         depths.append(1 if parent == ROOT else depths[parent] + 1)
     kv = committed + fed + len(tail) + len(new)
-    column = lambda slot: slot + committed if slot < fed else committed + len(tail) + slot  # noqa: E731
-    seen = torch.zeros(len(tail) + len(new), kv, dtype=torch.bool)
-    seen[:, :committed] = True
-    for j in range(len(tail)):
-        seen[j, committed : committed + j + 1] = True
-    for j, slot in enumerate(range(fed, len(slots)), start=len(tail)):
-        seen[j, committed : committed + len(tail)] = True
-        node = slot
-        while node != ROOT:
-            seen[j, column(node)] = True
-            node = slots[node][1]
+    # Rows parent first: a slot sees what its parent sees, plus itself (O(slots) row copies).
+    base = torch.zeros(kv, dtype=torch.bool)
+    base[: committed + (len(tail) if not fed else 0)] = True  # every committed position, tail included
+    rows = torch.zeros(len(slots), kv, dtype=torch.bool)
+    for slot, (_, parent) in enumerate(slots):
+        rows[slot] = base if parent == ROOT else rows[parent]
+        rows[slot, slot + committed if slot < fed else committed + len(tail) + slot] = True
+    causal = torch.ones(len(tail), len(tail), dtype=torch.bool).tril()
+    tail_rows = torch.cat([torch.ones(len(tail), committed, dtype=torch.bool), causal,
+                           torch.zeros(len(tail), kv - committed - len(tail), dtype=torch.bool)], dim=1)
+    seen = torch.cat([tail_rows, rows[fed:]])
     ids = tail + [token for token, _ in new]
     positions = list(range(committed, committed + len(tail))) + [root + depths[s] for s in range(fed, len(slots))]
     as_tensor = lambda x: torch.tensor([x], dtype=torch.long, device=device)  # noqa: E731

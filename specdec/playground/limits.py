@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..engine.config import MAX_BRANCHING, MAX_TREE_BUDGET
-from ..engine.drafters import DRAFTERS, TREE, needs_draft_model
+from ..engine.drafters import DRAFTERS, needs_draft_model
 from ..engine.policy import POLICIES
 
 OFFLINE_NAMES = ("embedded", "qwen-coder-1.5b", "qwen-coder-0.5b")
@@ -204,16 +204,6 @@ def no_draft_drafters(conjunction: str = "and") -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
 
 
-def check_tree_policy(drafter: str, policy: str) -> None:
-    """A tree drafter grows its tree to depth k every round; the other policies choose k for a chain
-    (the engine would refuse them too, but only once the models are loaded)."""
-    if drafter in TREE and policy != "fixed":
-        switch = "adaptive_k (the heuristic policy)" if policy == "heuristic" else f"the {policy} policy"
-        raise InvalidInput(f"the {drafter} drafter grows its tree to a fixed depth k every round, and {switch} "
-                           "chooses k for a chain of drafts: use policy 'fixed' with adaptive_k off, or a chain "
-                           "drafter")
-
-
 def check_request(limits: Limits, prompt, target, draft, drafter, k, adaptive, temperature, top_p,
                   max_new_tokens, seed, policy="fixed", draft_layers="", tree_budget=16, tree_branching=4) -> Checked:
     """All checks that need no model, in the order of the API's arguments."""
@@ -235,7 +225,6 @@ def check_request(limits: Limits, prompt, target, draft, drafter, k, adaptive, t
         raise InvalidInput("adaptive_k is the heuristic policy; it cannot be combined with policy 'cost'")
     _text("draft_layers", draft_layers)  # even where the drafter ignores it, like the draft
     draft_layers = check_draft_layers(draft_layers) if drafter == "self" else None
-    check_tree_policy(drafter, "heuristic" if adaptive else policy)
     return Checked(
         prompt=prompt, target=target, draft=draft, drafter=drafter,
         k=_number("k", k, 1, limits.k_max, integer=True),

@@ -13,7 +13,7 @@ from specdec.bench.grid import Cell, Plan, Prompt, Setup, expand, load_suite, se
 from specdec.bench.lanes import Job, lane_record, rotated
 from specdec.bench.report import report
 from specdec.bench.stats import differences, goals, spread, summarize_cell, table_rows
-from specdec.engine.drafters import DRAFTERS, TREE, needs_draft_model
+from specdec.engine.drafters import DRAFTERS, needs_draft_model
 from specdec.engine.stats import tau
 
 WORDS = ["<s>", "</s>", "<pad>", "<unk>"] + [f"w{i}" for i in range(4, 96)]
@@ -64,8 +64,7 @@ def first_run(folders, tmp_path_factory):
 def test_every_drafter_schedule_and_prompt_is_measured(first_run):
     out, results = first_run
     keys = {(c["prompt"], c["drafter"], c["k"], c["schedule"]) for c in results["cells"]}
-    assert keys == {(p["id"], d, 2, s) for p in PROMPTS for d in DRAFTERS for s in ("constant", "adaptive")
-                    if d not in TREE or s == "constant"}  # trees grow to a fixed depth
+    assert keys == {(p["id"], d, 2, s) for p in PROMPTS for d in DRAFTERS for s in ("constant", "adaptive")}
     for cell in results["cells"]:
         assert len(cell["repeats"]) == 2
         for rep in cell["repeats"]:

@@ -205,11 +205,67 @@ def test_draft_cache_grown_by_depth_settles_to_the_path(llama):
 # --- refusals ------------------------------------------------------------------------------------
 
 
-def test_tree_drafters_refuse_chain_policies(llama):
-    for policy in ("heuristic", "cost"):
-        with pytest.raises(ValueError, match="fixed depth k"):
-            next(speculative_decode(CachedModel(llama), LookupTreeDrafter(), [3, 4, 3], Speculation(policy=policy),
-                                    GREEDY, 4))
+@pytest.mark.parametrize("policy", ["heuristic", "cost"])
+def test_tree_drafters_under_moving_policies_stay_exact(models, policy):
+    """heuristic moves the depth; cost picks depth and budget per round, from acceptance measured per
+    budget and verify costs by width. Neither looks at the round's own draws: output unchanged."""
+    target = models["target"]
+    prompt = prompts(2)[1]
+    expected = standard(target, prompt, max_new=60)
+    for drafter in (DraftTreeDrafter(models["close"], target.vocab_size, TreeShape(16, 3)),
+                    LookupTreeDrafter(TreeShape(16, 3))):
+        spec = Speculation(k=3, policy=policy, tree=TreeShape(16, 3))
+        rounds = list(speculative_decode(CachedModel(target), drafter, prompt, spec, GREEDY, 60))
+        assert [t for r in rounds for t in r.tokens] == expected, (policy, drafter.name)
+        if drafter.name == "lookup-tree":
+            continue
+        if policy == "heuristic":
+            assert len({r.k for r in rounds}) > 1
+        else:  # every budget measured, then chosen by the numbers, never deeper than it can be
+            sources = {r.source for r in rounds if r.source}
+            assert sources == set(drafter.sources(prompt)), sources
+            for r in rounds:
+                if r.tree is not None:
+                    budget = int(r.source.split(":")[1])
+                    assert len(r.tree.tokens) <= budget and r.k <= budget
+
+
+def test_a_path_ending_at_a_leaf_is_no_rejection():
+    """root -> A (a leaf), root -> B -> C: accepting A tried nothing deeper, so the policies must not
+    count a rejection at depth 2 (the heuristic would shrink k, the cost model learn alpha_2 = 0)."""
+    from specdec import RoundEvent
+    from specdec.engine.events import TreeRound
+    from specdec.engine.policy import CostModel, HeuristicPolicy
+
+    def event(path, fates):
+        tree = TreeRound((5, 6, 7), (-1, -1, 1), path)
+        return RoundEvent(1, 2, (5, 6, 7), len(path), (0,) * len(fates), fates, 0.1, 0.1, (), False, tree=tree)
+
+    leaf, inner = event((0,), (ACCEPTED, BONUS)), event((1,), (ACCEPTED, CORRECTED))
+    assert (leaf.draft_length, leaf.tested_length) == (2, 1) and inner.tested_length == 2
+    heuristic = HeuristicPolicy(3, 16)
+    heuristic.observe(leaf, "draft-tree:3")
+    assert heuristic.k == 5
+    costs = CostModel()
+    costs.observe(leaf, "draft-tree:3")
+    assert len(costs.source("draft-tree:3").kept) == 1  # position 2 untested
+    costs.observe(inner, "draft-tree:3")
+    assert costs.source("draft-tree:3").kept[1].mean == 0.0
+
+
+def test_budget_sources_and_widths():
+    from specdec.engine.drafters.trees import budget_sources
+    from specdec.engine.policy import tree_budget, verify_width
+
+    assert budget_sources("draft-tree", 16) == ("draft-tree:16", "draft-tree:8", "draft-tree:4", "draft-tree:2")
+    assert budget_sources("lookup-tree", 12) == ("lookup-tree:12", "lookup-tree:8", "lookup-tree:4", "lookup-tree:2")
+    assert budget_sources("draft-tree", 1) == ("draft-tree:1",)
+    assert tree_budget("draft-tree:8") == 8 and tree_budget("draft-model") is None
+    assert verify_width("draft-model", 4) == 5 and verify_width("draft-tree:8", 4) == 9
+    assert verify_width("draft-tree:8", 0) == 1  # no draft: a plain step
+    drafter = DraftTreeDrafter(tiny_model("llama", seed=2), 96, TreeShape(16, 4))
+    draft = drafter.propose([3, 4, 5, 6], 3, GREEDY, torch.Generator(), "draft-tree:4")
+    assert len(draft.tree) == 4
 
 
 def test_models_that_cannot_hold_a_tree_are_refused():

@@ -135,8 +135,6 @@ def test_a_twelve_argument_tree_call_gets_the_default_shape(api, folders):
     ({"tree_budget": 2.5}, "tree_budget must be a whole number"),
     ({"tree_branching": 17}, "tree_branching must be in [1, 16], got 17"),
     ({"tree_branching": "many"}, "tree_branching must be a number"),
-    ({"policy": "cost"}, "the lookup-tree drafter grows its tree to a fixed depth k every round, and the cost policy"),
-    ({"adaptive": True}, "and adaptive_k (the heuristic policy) chooses k for a chain"),
 ])
 def test_bad_tree_requests_name_the_limit_and_the_server_keeps_serving(api, folders, changes, message):
     with pytest.raises(AppError) as error:
@@ -153,8 +151,6 @@ def test_limits_list_the_tree_drafters_and_the_budget(api):
     with pytest.raises(InvalidInput, match=r"tree_budget must be in \[1, 64\]"):
         check_request(space_config.PUBLIC_LIMITS, **good, tree_budget=65)
     assert check_request(space_config.PUBLIC_LIMITS, **good, tree_budget=64).tree_budget == 64
-    with pytest.raises(InvalidInput, match="draft-tree drafter grows its tree"):
-        check_request(with_limits(), **{**good, "drafter": "draft-tree", "draft": "embedded"}, policy="heuristic")
 
 
 @pytest.mark.parametrize("name", ["tree_budget", "tree_branching"])

@@ -37,8 +37,7 @@ DRAFTERS: dict[str, str] = {
 # Drafters that read a draft model, and those of them that need it to share the target's tokenizer.
 NEEDS_DRAFT = frozenset({"draft-model", "hybrid", "cross-tokenizer", "draft-tree"})
 SAME_TOKENIZER = frozenset({"draft-model", "hybrid", "draft-tree"})
-# Drafters that propose trees: they need full-attention models with eager or sdpa attention, and a
-# fixed depth k (the other policies model chains).
+# Drafters that propose trees: they need full-attention models with eager or sdpa attention.
 TREE = frozenset({"draft-tree", "lookup-tree"})
 
 

@@ -1,5 +1,9 @@
 """Tree drafters: several candidates per depth, all verified by one target pass (see tree.py).
 
+A tree drafter's sources are its node budgets, "draft-tree:16", "draft-tree:8", ..., the configured
+one first: the fixed and heuristic policies draft with it, the cost policy picks the budget (and
+the depth k) from measured acceptance and the verify cost of each width (policy.verify_width).
+
 Both build deterministic trees ("top" draws): each node's children are fixed once the node is, so
 acceptance treats every proposal as one-hot, which is exact for the target under sampling too
 (tree.sibling_q). That is EAGLE-2's q(x) = 1; a sampled chain draft can use its true q and accept
@@ -11,6 +15,7 @@ import torch
 
 from ..config import Sampling, TreeShape
 from ..kvcache import CachedModel, common_prefix
+from ..policy import tree_budget
 from ..sampling import probs_from_logits
 from ..tree import ROOT, Tree, merge_prefixes
 from .base import Draft, check_draft_reads, fit_vocab
@@ -25,11 +30,11 @@ class DraftTreeDrafter:
     probable tokens; the draft reads those nodes in one pass over its own cache, with the tree mask.
     At depth k the `budget` likeliest nodes of all are kept. A child is never likelier than its
     parent, so that set is closed under parents (ties go to the earlier, the parent) and is a tree.
-    k depths cost k draft passes, as a chain of k does; each pass reads `branching` tokens, not 1.
+    k depths cost k draft passes, as a chain of k does; each pass reads `branching` tokens, not 1
+    (a budget below k or below `branching` caps the depth or the width: no deeper tree could be kept).
     """
 
     name = "draft-tree"
-    tree = True
 
     def __init__(self, model: torch.nn.Module, target_vocab_size: int, shape: TreeShape = TreeShape()):
         check_draft_reads(model, target_vocab_size)
@@ -40,10 +45,11 @@ class DraftTreeDrafter:
         self.draft.reset()
 
     def sources(self, ids: list[int]) -> tuple[str, ...]:
-        return (self.name,)
+        return budget_sources(self.name, self.shape.budget)
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None) -> Draft:
+        budget = tree_budget(source or "") or self.shape.budget
         self.draft.settle(ids)  # last round's accepted path is already cached: not catch-up
         catch_up = len(ids) - common_prefix(self.draft.ids, ids)
         rows = self._probs(self.draft.logits(ids, 1), sampling)
@@ -51,30 +57,33 @@ class DraftTreeDrafter:
         parents: list[int] = []
         reach: list[float] = []
         frontier, slot = [ROOT], {ROOT: ROOT}  # slot: node -> its slot in the draft's cache
-        for depth in range(1, k + 1):
+        # A tree of `budget` nodes is at most that deep and wide: growing it further is wasted work.
+        depth_limit, width = min(k, budget), min(self.shape.branching, budget)
+        for depth in range(1, depth_limit + 1):
             born = len(tokens)
             for node, row in zip(frontier, rows):
                 above = 1.0 if node == ROOT else reach[node]
-                probs, picks = row.topk(min(self.shape.branching, row.numel()))
+                probs, picks = row.topk(min(width, row.numel()))
                 for prob, token in zip(probs.tolist(), picks.tolist()):
                     if prob <= 0.0:
                         break  # top-k / top-p left fewer tokens than branching
                     tokens.append(token)
                     parents.append(node)
                     reach.append(above * prob)
-            if depth == k or born == len(tokens):
+            if depth == depth_limit or born == len(tokens):
                 break
             newest = range(born, len(tokens))
-            frontier = sorted(newest, key=lambda n: (-reach[n], n))[: self.shape.branching]
+            frontier = sorted(newest, key=lambda n: (-reach[n], n))[:width]
             for node in frontier:
                 slot[node] = len(slot) - 1
             logits = self.draft.extend_tree(ids, [(tokens[n], slot[parents[n]]) for n in frontier])
             rows = self._probs(logits, sampling)
-        return _pruned(tokens, parents, reach, self.shape.budget, catch_up)
+        return _pruned(tokens, parents, reach, budget, catch_up)
 
     def _probs(self, logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
-        """What the tree is ranked by: the draft's sampling distribution (top-k / top-p leave out the
-        tokens the target could not emit either), or its softmax at T = 1 for a greedy run."""
+        """What the tree is ranked by: the draft's distribution under the run's sampling settings
+        (its own top-k / top-p set), or its softmax at T = 1 for a greedy run. Ranking only: with
+        one-hot q, acceptance is exact whatever the tree holds."""
         logits = fit_vocab(logits, self.target_vocab_size)
         return torch.softmax(logits.float(), -1) if sampling.greedy else probs_from_logits(logits, sampling)
 
@@ -94,7 +103,6 @@ class LookupTreeDrafter:
     wrong one; the tree lets the target pick. Needs no model; deterministic."""
 
     name = "lookup-tree"
-    tree = True
 
     def __init__(self, shape: TreeShape = TreeShape(), max_ngram: int = 3, min_ngram: int = 1):
         self.shape, self.max_ngram, self.min_ngram = shape, max_ngram, min_ngram
@@ -103,16 +111,23 @@ class LookupTreeDrafter:
         pass
 
     def sources(self, ids: list[int]) -> tuple[str, ...]:
-        return (self.name,)
+        return budget_sources(self.name, self.shape.budget)
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None) -> Draft:
         branches = self.branches(ids, k) if k > 0 else []
         if not branches:
             return Draft([], None)
-        tree = merge_prefixes(branches, self.shape.budget)
+        tree = merge_prefixes(branches, tree_budget(source or "") or self.shape.budget)
         return Draft(list(tree.tokens), None, tree=tree)
 
     def branches(self, ids: list[int], k: int) -> list[list[int]]:
         return [ids[start + n : start + n + k] for n, starts in matches(ids, self.max_ngram, self.min_ngram)
                 for start in reversed(starts)]
+
+
+def budget_sources(name: str, budget: int) -> tuple[str, ...]:
+    """The budgets a policy may choose from: the configured one first, then the powers of two below
+    it down to 2 (a one-node tree is a one-token chain)."""
+    smaller = [2 ** i for i in range(budget.bit_length() - 1, 0, -1) if 2 ** i < budget]
+    return tuple(f"{name}:{b}" for b in [budget, *smaller])
