@@ -6,7 +6,8 @@ from specdec.bench import trees
 from specdec.bench.grid import Prompt
 from specdec.bench.tree_report import report
 from specdec.engine.pair import Pair
-from test_tree import one_thread  # noqa: F401  (autouse: tiny models run faster on one thread)
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: faster on one thread
 
 
 def test_bushy_trees_fill_breadth_first():

@@ -17,14 +17,7 @@ from specdec.engine.tree import (
 from specdec.engine.verify import residual
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors gain nothing from intra-op threads; on a busy 2-core machine two threads wait on
-    each other (a forward of the tiny model measured 270 ms with 2 threads, 2.3 ms with 1)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # --- structure -----------------------------------------------------------------------------------

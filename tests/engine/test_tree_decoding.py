@@ -5,12 +5,13 @@ import torch
 
 from conftest import perturbed, tiny_model
 from test_sampling_e2e import RUNS, VOCAB, chi_square, critical, joint
-from test_tree import one_thread  # noqa: F401  (autouse: tiny models run faster on one thread)
 from specdec import ACCEPTED, BONUS, CORRECTED, PLAIN, CachedModel, Sampling, Speculation, UnsupportedModel, \
     speculative_decode, standard_decode
 from specdec.engine.config import TreeShape
 from specdec.engine.drafters import DraftTreeDrafter, LookupTreeDrafter, make_drafter
 from specdec.engine.tree import ROOT, Tree, merge_prefixes
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: faster on one thread
 
 GREEDY = Sampling()
 SHAPES = [TreeShape(1, 1), TreeShape(8, 3), TreeShape(32, 8)]
