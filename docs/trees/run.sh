@@ -10,7 +10,8 @@ trees --setup smollm2 --prompts code-00,code-01,code-edit-05,explain-08,creative
     --out docs/trees/smollm2.json
 trees --setup qwen --lookup --prompts code-edit-05,summarize-13 --out docs/trees/qwen-lookup.json
 trees --setup qwen --prompts explain-08 --out docs/trees/qwen-explain.json
-# the verify costs again, alone (the first run's are measured before any decoding, at a cold start)
+trees --setup qwen-int8 --prompts code-01,explain-08 --out docs/trees/qwen-int8.json
+# the verify costs again, measured alone on a quiet machine (the report takes them from here)
 trees --setup qwen --verify-only --out docs/trees/qwen.json
-trees --report docs/trees/qwen.json docs/trees/qwen-explain.json docs/trees/qwen-lookup.json \
-    docs/trees/smollm2.json > docs/TREES.md
+trees --report docs/trees/qwen.json docs/trees/qwen-explain.json docs/trees/qwen-int8.json \
+    docs/trees/qwen-lookup.json docs/trees/smollm2.json > docs/TREES.md
