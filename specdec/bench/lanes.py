@@ -16,7 +16,7 @@ from typing import Callable
 import torch
 from transformers import GenerationConfig
 
-from ..engine.compare import draft_length, summarize
+from ..engine.compare import summarize
 from ..engine.config import Sampling, Speculation
 from ..engine.drafters import make_drafter
 from ..engine.drafters.layers import decoder_layers, first_layers
@@ -261,7 +261,7 @@ def run_repeat(models: Models, group, cells, repeat: int, tick: Callable[[], Non
         records[cell.key] = {
             "repeat": repeat, "seed": seed, "loadavg": [load_before, load_after], "lanes": lanes,
             "stats": summarize(std_events, rounds, cell.k, greedy=greedy),
-            "rounds": [[draft_length(r), r.accepted] for r in rounds],
+            "rounds": [[r.draft_length, r.accepted] for r in rounds],
         }
     return records
 

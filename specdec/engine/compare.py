@@ -37,7 +37,7 @@ def summarize(standard: list[TokenEvent], rounds: list[RoundEvent], k: int, gree
     alpha = alpha_mle(drafted, accepted)
     # Costs are steady-state, like the standard step: round 0 carries both models' prefill.
     steady = rounds[1:] or rounds
-    c = cost_ratio(sum(r.draft_seconds for r in steady), sum(draft_length(r) for r in steady), step)
+    c = cost_ratio(sum(r.draft_seconds for r in steady), sum(r.draft_length for r in steady), step)
     # Verify cost: a target pass over a round's drafts plus one token, in units of one standard step.
     verifies = [r.verify_seconds for r in steady if r.drafted]
     verify_cost = statistics.fmean(verifies) / step if verifies and step > 0 else None
@@ -68,10 +68,6 @@ def summarize(standard: list[TokenEvent], rounds: list[RoundEvent], k: int, gree
     if greedy:
         stats["identical"] = [e.token for e in standard] == spec_ids
     return stats
-
-
-def draft_length(r: RoundEvent) -> int:
-    return r.draft_length
 
 
 def tree_summary(rounds: list[RoundEvent]) -> dict | None:

@@ -4,7 +4,7 @@ tree round drawn node by node.
 Theory (specdec/stats.py): with acceptance rate α and m drafted tokens, the number accepted N is
 geometric truncated at m, a round adds N + 1 tokens, E[N + 1] = τ(α, m), and the expected speedup
 with draft cost c is τ(α, k) / (k·c + 1). α̂ is the maximum-likelihood estimate from the rounds. A
-tree round counts with its depth as m (engine.compare.draft_length): the longest run it could add.
+tree round counts with its depth as m (RoundEvent.draft_length): the longest run it could add.
 """
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import statistics
 
 import plotly.graph_objects as go
 
-from ..engine.compare import draft_length
 from ..engine.events import ACCEPTED, BONUS, CORRECTED, PLAIN, RoundEvent
 from .render import FATES
 from ..engine.stats import accepted_pmf, predicted_speedup, tau
@@ -54,7 +53,7 @@ def tokens_per_round(rounds: list[RoundEvent], alpha: float | None) -> go.Figure
             fig.add_bar(x=x, y=counts, name=fate, marker_color=FATES[fate][1])
     if alpha is not None:
         # Each round's own draft length (adaptive k, or prompt lookup proposing fewer) sets its τ.
-        fig.add_scatter(x=x, y=[tau(alpha, draft_length(r)) for r in rounds], mode="lines", name="τ(α̂, k)",
+        fig.add_scatter(x=x, y=[tau(alpha, r.draft_length) for r in rounds], mode="lines", name="τ(α̂, k)",
                         line=dict(color=THEORY, dash="dash", shape="hvh"))
     if any(r.k != rounds[0].k for r in rounds):  # a policy moved k: show what each round asked for
         fig.add_scatter(x=x, y=[r.k for r in rounds], mode="markers", name="k chosen",
@@ -73,13 +72,13 @@ def accepted_histogram(rounds: list[RoundEvent], alpha: float | None) -> go.Figu
     tested = [r for r in rounds if r.drafted]
     if not tested:
         return _waiting(fig)
-    top = max(draft_length(r) for r in tested)
+    top = max(r.draft_length for r in tested)
     observed = [sum(r.accepted == n for r in tested) for n in range(top + 1)]
     fig.add_bar(x=list(range(top + 1)), y=observed, name="measured", marker_color="#94a3b8")
     if alpha is not None:
         expected = [0.0] * (top + 1)
         for r in tested:
-            for n, p in enumerate(accepted_pmf(alpha, draft_length(r))):
+            for n, p in enumerate(accepted_pmf(alpha, r.draft_length)):
                 expected[n] += p
         fig.add_scatter(x=list(range(top + 1)), y=expected, mode="lines+markers", name=f"pmf at α̂ = {alpha:.2f}",
                         line=dict(color=THEORY))
@@ -130,7 +129,7 @@ def all_charts(rounds: list[RoundEvent], stats: dict, k_max: int) -> tuple[go.Fi
     """The four charts; a tree run gets tokens per pass against node count where a chain run gets
     speedup against k (a tree's k is only its depth; its width is what the run chose)."""
     alpha = stats.get("alpha")
-    drafted = [draft_length(r) for r in rounds if r.drafted]
+    drafted = [r.draft_length for r in rounds if r.drafted]
     k_point = sum(drafted) / len(drafted) if drafted else stats.get("k", 1)  # the mean k actually drafted
     if stats.get("tree"):
         third = tree_tokens_per_pass(rounds, alpha, stats["tree"])
