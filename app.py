@@ -30,7 +30,7 @@ from specdec.playground.session import (  # noqa: E402
     SPECULATIVE, STANDARD, Race, lane_pieces, replay_frames, replay_speed)
 from specdec.playground.store import (  # noqa: E402
     DEVICE_LOCK, LoadError, ModelStore, free_device_memory, is_out_of_memory, short)
-from specdec.playground.trees import pick_tree  # noqa: E402
+from specdec.playground.tree_view import pick_tree  # noqa: E402
 from specdec.playground.zerogpu import duration_seconds, gpu  # noqa: E402
 from specdec.serving import serving_config  # noqa: E402
 
@@ -76,7 +76,7 @@ def _lanes(race: Race | None, titles: tuple[str, str], note: str = "") -> tuple[
 
 def _result(race: Race, checked: Checked, pair) -> dict:
     """The JSON output: the CLI's stats keys, per-round drafted/accepted, both lanes' text and, once
-    finished, the equivalent vLLM and SGLang configuration and the tree rounds (trees.tree_json; None
+    finished, the equivalent vLLM and SGLang configuration and the tree rounds (tree_view.tree_json; None
     for chain drafters). The trees come once, at the end: a run's trees can be megabytes of JSON."""
     stats = {**race.stats(), "finished": race.finished, "greedy": race.request.sampling.greedy,
              "target": checked.target, "draft": checked.draft, "drafter": checked.drafter,

@@ -157,7 +157,7 @@ def generate(args) -> None:
 
 def search_layers(args) -> None:
     from .bench.grid import load_suite, select_prompts, Plan, Setup
-    from .bench.cli import find_suite
+    from .bench.command import find_suite
     from .engine import layer_search
     from .engine.pair import Pair, Request
     from .models.loading import load_model
@@ -196,7 +196,7 @@ def divergence_note(divergence: dict | None) -> str:
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["bench"]:
-        from .bench.cli import main as bench_main
+        from .bench.command import main as bench_main
 
         return bench_main(argv[1:])
     from .models.offline import FetchError

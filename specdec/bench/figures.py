@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .lanes import GENERATE, SPECULATIVE
-from .stats import median, table_rows
+from .medians import median, table_rows
 from ..engine.stats import predicted_speedup
 
 COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4b5563", "#db2777"]

@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 
 from .lanes import SPECULATIVE
-from .stats import EFFICIENCY_GOAL, baseline_rows, differences, goals, table_rows
+from .medians import EFFICIENCY_GOAL, baseline_rows, differences, goals, table_rows
 
 
 def fmt(x, digits: int = 2, suffix: str = "") -> str:
@@ -127,7 +127,7 @@ def _pct(x: float | None) -> str:
 
 
 def _m(values):
-    from .stats import median
+    from .medians import median
 
     return median(values)
 
@@ -197,7 +197,7 @@ def _setup(setup: dict, summaries: list[dict]) -> list[str]:
 
 
 def _positions(summaries: list[dict]) -> list[str]:
-    from .stats import median
+    from .medians import median
 
     rows = []
     for drafter, k, temperature in sorted({(s["drafter"], s["k"], s["temperature"]) for s in summaries

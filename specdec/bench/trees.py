@@ -23,10 +23,10 @@ from ..engine.config import Sampling, Speculation, TreeShape
 from ..engine.kvcache import CachedModel
 from ..engine.pair import Pair, Request
 from ..engine.timing import Clock
-from ..engine.tree import Tree
+from ..engine.tree_verify import Tree
 from .grid import load_suite
 from .meters import OtherLoad
-from .presets import QWEN, QWEN_INT8, SMOLLM
+from .grid_presets import QWEN, QWEN_INT8, SMOLLM
 
 SETUPS = {"qwen": QWEN, "qwen-int8": QWEN_INT8, "smollm2": SMOLLM}
 SIZES = (1, 2, 4, 8, 16, 32, 64)

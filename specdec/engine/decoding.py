@@ -16,7 +16,7 @@ from .kvcache import CachedModel
 from .policy import Policy, make_policy
 from .sampling import make_generator, probs_from_logits, sample_from, uniforms
 from .timing import Clock
-from .tree import ROOT, Tree, accept_greedy, accept_sampled
+from .tree_verify import ROOT, Tree, accept_greedy, accept_sampled
 from .verify import Verdict, acceptance, verify_greedy, verify_sampled
 
 
@@ -69,7 +69,7 @@ def speculative_decode(
     k + 1 tokens, and a round with k = 0 is one plain decode step. Because k never depends on the
     current round's draws, every round is an exact draw from the target (see verify.py). A tree
     drafter proposes a tree of depth k instead, verified in one pass too, and the round keeps its
-    accepted path (tree.py)."""
+    accepted path (tree_verify.py)."""
     check_budget(max_new_tokens)
     eos, clock = set(eos_ids), Clock(target.device)
     generator = make_generator(sampling.seed, target.device)
@@ -167,7 +167,7 @@ def _q(draft: Draft, drafts: torch.Tensor, vocab_size: int, device: torch.device
 
 def _verify_tree(logits: torch.Tensor, tree: Tree, sampling: Sampling,
                  generator: torch.Generator) -> tuple[tuple[int, ...], int]:
-    """The accepted path and the target's token after it (tree.py has the rule and its proof)."""
+    """The accepted path and the target's token after it (tree_verify.py has the rule and its proof)."""
     if sampling.greedy:
         return accept_greedy(tree, logits.argmax(-1))
     u = uniforms(len(tree) + 1, generator)

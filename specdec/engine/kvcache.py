@@ -11,7 +11,7 @@ generation does the same) and trims them back to the window at each rollback, so
 Layers with recurrent state (Mamba, linear attention) cannot be rolled back at
 all: such models are refused up front rather than failing after text has streamed.
 
-A token tree (tree.py) is fed the same way: the cache then holds, after the committed tokens, tree
+A token tree (tree_verify.py) is fed the same way: the cache then holds, after the committed tokens, tree
 nodes ("slots") that only some later call confirms. Every call first settles them: the slots that
 spell the next committed tokens are gathered into place, the other branches dropped.
 """
@@ -23,7 +23,7 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer, LinearAttentionCacheLayerMixin
 
-from .tree import ROOT, TREE_ATTENTION, Tree, gather_cache, slot_inputs
+from .tree_verify import ROOT, TREE_ATTENTION, Tree, gather_cache, slot_inputs
 
 
 class UnsupportedModel(ValueError):

@@ -306,7 +306,7 @@ class CostPolicy:
 
 def verify_width(source: str, k: int) -> int:
     """Tokens in the target pass that verifies k drafts of source: k + 1 for a chain; for a tree
-    source, named "drafter:n" (see drafters.trees), its n nodes + 1, from the same table of pass
+    source, named "drafter:n" (see drafters.tree_drafters), its n nodes + 1, from the same table of pass
     costs by width. A tree of depth k = 0 is no draft: a plain step."""
     budget = tree_budget(source)
     return k + 1 if budget is None or k == 0 else budget + 1

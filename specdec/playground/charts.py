@@ -1,7 +1,7 @@
 """The four plotly charts that set the measured rounds against the α-geometric theory, and a
 tree round drawn node by node.
 
-Theory (specdec/stats.py): with acceptance rate α and m drafted tokens, the number accepted N is
+Theory (specdec/engine/stats.py): with acceptance rate α and m drafted tokens, the number accepted N is
 geometric truncated at m, a round adds N + 1 tokens, E[N + 1] = τ(α, m), and the expected speedup
 with draft cost c is τ(α, k) / (k·c + 1). α̂ is the maximum-likelihood estimate from the rounds. A
 tree round counts with its depth as m (RoundEvent.draft_length): the longest run it could add.

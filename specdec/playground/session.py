@@ -18,7 +18,7 @@ from ..engine.pair import Pair, Request
 from ..engine.compare import summarize
 from ..engine.events import RoundEvent, TokenEvent
 from .store import DEVICE_LOCK
-from .trees import tree_json
+from .tree_view import tree_json
 from ..engine.text import Detokenizer
 
 STANDARD, SPECULATIVE = "standard", "speculative"
@@ -63,7 +63,7 @@ class Race:
         self.token_events: list[TokenEvent] = []
         self.rounds: list[RoundEvent] = []
         self.steps: list[Step] = []
-        self.trees: list[dict] = []  # tree rounds as plain JSON (trees.tree_json), built once each
+        self.trees: list[dict] = []  # tree rounds as plain JSON (tree_view.tree_json), built once each
         self._tokenizer = pair.tokenizer
         self._detok = {STANDARD: Detokenizer(pair.tokenizer), SPECULATIVE: Detokenizer(pair.tokenizer)}
         self._standard = pair.standard(request, prompt_ids)

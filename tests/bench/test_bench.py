@@ -8,11 +8,11 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
 from conftest import perturbed, tiny_model
-from specdec.bench import cli as bench
+from specdec.bench import command as bench
 from specdec.bench.grid import Cell, Plan, Prompt, Setup, expand, load_suite, select_prompts
 from specdec.bench.lanes import Job, lane_record, rotated
 from specdec.bench.report import report
-from specdec.bench.stats import differences, goals, spread, summarize_cell, table_rows
+from specdec.bench.medians import differences, goals, spread, summarize_cell, table_rows
 from specdec.engine.drafters import DRAFTERS, needs_draft_model
 from specdec.engine.stats import tau
 

@@ -10,7 +10,7 @@ from transformers import DynamicCache
 
 from conftest import tiny_model
 from specdec.engine.sampling import sample_from
-from specdec.engine.tree import (
+from specdec.engine.tree_verify import (
     Tree, TreeVerdict, accept_greedy, accept_sampled, accepted_positions, check_tree_attention,
     gather_cache, merge_prefixes, tree_inputs,
 )

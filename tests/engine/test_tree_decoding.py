@@ -9,7 +9,7 @@ from specdec import ACCEPTED, BONUS, CORRECTED, PLAIN, CachedModel, Sampling, Sp
     speculative_decode, standard_decode
 from specdec.engine.config import TreeShape
 from specdec.engine.drafters import DraftTreeDrafter, LookupTreeDrafter, make_drafter
-from specdec.engine.tree import ROOT, Tree, merge_prefixes
+from specdec.engine.tree_verify import ROOT, Tree, merge_prefixes
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: faster on one thread
 
@@ -255,7 +255,7 @@ def test_a_path_ending_at_a_leaf_is_no_rejection():
 
 
 def test_budget_sources_and_widths():
-    from specdec.engine.drafters.trees import budget_sources
+    from specdec.engine.drafters.tree_drafters import budget_sources
     from specdec.engine.policy import tree_budget, verify_width
 
     assert budget_sources("draft-tree", 16) == ("draft-tree:16", "draft-tree:8", "draft-tree:4", "draft-tree:2")

@@ -19,7 +19,7 @@ from specdec.engine.events import ACCEPTED, BONUS, CORRECTED, PLAIN, RoundEvent,
 from specdec.playground import charts
 from specdec.playground.limits import InvalidInput, check_request
 from specdec.playground.render import FATES
-from specdec.playground.trees import pick_tree
+from specdec.playground.tree_view import pick_tree
 
 PROMPT = "abc abc abc abc abc"
 GOOD = dict(prompt="hi", target="embedded", draft="", drafter="lookup-tree", k=4, adaptive=False, temperature=0.0,

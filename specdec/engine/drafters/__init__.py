@@ -13,7 +13,7 @@ from .hybrid import HybridDrafter
 from .lookup import PromptLookupDrafter
 from .model import ModelDrafter
 from .selfdraft import SelfDrafter
-from .trees import DraftTreeDrafter, LookupTreeDrafter
+from .tree_drafters import DraftTreeDrafter, LookupTreeDrafter
 
 __all__ = ["DRAFTERS", "NEEDS_DRAFT", "SAME_TOKENIZER", "TREE", "CrossTokenizerDrafter", "Draft", "Drafter",
            "DraftTreeDrafter", "HybridDrafter", "LookupTreeDrafter", "ModelDrafter", "PromptLookupDrafter",

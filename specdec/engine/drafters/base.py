@@ -12,7 +12,7 @@ import torch
 
 from ..config import Sampling
 from ..kvcache import input_rows
-from ..tree import Tree
+from ..tree_verify import Tree
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Tree drafters: several candidates per depth, all verified by one target pass (see tree.py).
+"""Tree drafters: several candidates per depth, all verified by one target pass (see tree_verify.py).
 
 A tree drafter's sources are its node budgets, "draft-tree:16", "draft-tree:8", ..., the configured
 one first: the fixed and heuristic policies draft with it, the cost policy picks the budget (and
@@ -17,7 +17,7 @@ from ..config import Sampling, TreeShape
 from ..kvcache import CachedModel, common_prefix
 from ..policy import tree_budget
 from ..sampling import probs_from_logits
-from ..tree import ROOT, Tree, merge_prefixes
+from ..tree_verify import ROOT, Tree, merge_prefixes
 from .base import Draft, check_draft_reads, fit_vocab
 from .lookup import matches
 

@@ -27,9 +27,9 @@ from .figures import write_figures
 from .grid import SCHEDULES, Plan, Setup, expand, load_suite, needs_draft_model, runnable_drafters, setups_of
 from .lanes import Models, busiest, jobs_for, run_repeat, warm_up
 from .meters import OtherLoad, machine
-from .presets import auto_plans, full_plans, quick_plans
+from .grid_presets import auto_plans, full_plans, quick_plans
 from .report import report
-from .stats import summarize_cell
+from .medians import summarize_cell
 
 # The shared suite when it sits beside the checkout, else the copy shipped in the package (fresh clones).
 SUITES = ("shared/prompts/bench.jsonl", "../shared/prompts/bench.jsonl",
