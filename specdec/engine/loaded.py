@@ -18,6 +18,7 @@ class Loaded:
     tokenizer: object
     device: torch.device
     dtype: torch.dtype
+    engine: str = "eager"  # "fast": linear layers prepacked for the CPU (specdec.models.fast)
 
     @property
     def eos_ids(self) -> list[int]:

@@ -10,6 +10,8 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from ..engine.loaded import Loaded
+from .fast import ENGINES, MEMORY_MARGIN, available_memory, can_prepack, check_engine, default_engine, fast_layers, \
+    packed_bytes, prepack  # noqa: F401  (ENGINES: the choices, for the CLI and the app)
 
 Log = Callable[[str], None]
 
@@ -65,10 +67,14 @@ def load_model(
     trust_remote_code: bool = False,
     log: Log = print,
     quantize: str | None = None,
+    engine: str | None = None,
 ) -> Loaded:
+    """engine: "fast" (the default on CPU: linear layers prepacked once, see models/fast.py) or
+    "eager" (the model as transformers builds it); on a GPU both are eager."""
     device = pick_device(device) if not isinstance(device, torch.device) else device
     dtype = dtype if isinstance(dtype, torch.dtype) else pick_dtype(device, dtype)
     check_quantize(quantize, device)
+    check_engine(engine)
     source = resolve(spec, log=log)
     start = time.perf_counter()
     log(f"loading {spec} ({dtype}, {device})")
@@ -92,7 +98,34 @@ def load_model(
     if quantize == "int8":
         model = quantize_int8(model)
         log(f"quantized {spec} to int8 (dynamic, CPU)")
-    return Loaded(spec, model, tokenizer, device, dtype)
+    engine = apply_engine(model, engine or default_engine(device), device, dtype, spec, log)
+    return Loaded(spec, model, tokenizer, device, dtype, engine)
+
+
+def apply_engine(model: torch.nn.Module, engine: str, device: torch.device, dtype: torch.dtype, spec: str,
+                 log: Log) -> str:
+    """The engine the model really runs. "fast" adds prepacked copies of its large linear layers
+    where that exists (fp32/bf16 on CPU) and the memory is there; otherwise it stays eager, and the
+    log says why (models/fast.py)."""
+    if engine == "eager":
+        return "eager"
+    if not can_prepack(device, dtype):
+        log(f"{spec}: the fast engine exists for fp32/bf16 on CPU; running eager on {device} ({dtype})")
+        return "eager"
+    extra, available = packed_bytes(model), available_memory()
+    if not extra:
+        log(f"{spec}: no linear layer is large enough to gain from prepacking; running eager")
+        return "eager"
+    if available is not None and extra + MEMORY_MARGIN > available:
+        log(f"{spec}: the fast engine needs {extra / 1e9:.1f} GB more for prepacked weights and "
+            f"{available / 1e9:.1f} GB is available; running eager")
+        return "eager"
+    start = time.perf_counter()
+    packed = prepack(model)
+    rows = fast_layers(model)[0].dense_rows
+    log(f"{spec}: engine fast, {packed} linear layers prepacked for oneDNN (+{extra / 1e9:.2f} GB) in "
+        f"{time.perf_counter() - start:.1f}s; passes over up to {rows} tokens keep the default kernel")
+    return "fast"
 
 
 QUANTIZE = ("int8",)

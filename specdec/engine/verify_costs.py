@@ -1,0 +1,79 @@
+"""What one target pass over n tokens costs on this device: the table v(n) that speculation lives on.
+
+A round that drafts k tokens pays one target pass over k + 1 of them, so its expected tokens per
+second are E(k) / (k c + v(k + 1)). On a GPU v is nearly flat in n up to dozens of tokens; on a CPU
+it depends on the GEMM path (see specdec.models.fast): with PyTorch's default fp32 kernels a pass
+over 5 tokens has cost 2 steps and one over 9 about 3, prepacked weights bring both near 1. The cost
+policy (policy.py) needs v at every width it may choose; learning it online costs rounds drafted at
+the wrong k, so it is measured once at warm-up and given to the policy as its prior, which the
+rounds then refine.
+
+Measured as a pass after `context` cached tokens (the prompt), over n further tokens, each width
+once untimed (kernel selection, allocator growth) and then timed `repeats` times; the median is
+kept. Between measured widths v is read off the line joining them; past the widest it is the
+widest's (never extrapolated upwards: a policy must not bet on a width nobody has timed).
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from .kvcache import CachedModel
+from .timing import Clock
+
+WIDTHS = (1, 2, 3, 5, 9, 17, 33)
+
+
+@dataclass(frozen=True)
+class VerifyCosts:
+    """Median seconds of one target pass over each width of tokens, after `context` cached ones."""
+
+    widths: tuple[int, ...]
+    seconds: tuple[float, ...]
+    context: int
+
+    def __post_init__(self) -> None:
+        if not self.widths or len(self.widths) != len(self.seconds) or list(self.widths) != sorted(set(self.widths)):
+            raise ValueError("widths must be distinct, increasing and one per measured time")
+
+    def at(self, width: float) -> float:
+        """v(width) in seconds: measured, on the line between measured widths, or the nearest end."""
+        pairs = list(zip(self.widths, self.seconds))
+        if width <= pairs[0][0]:
+            return pairs[0][1]
+        for (n0, v0), (n1, v1) in zip(pairs, pairs[1:]):
+            if width <= n1:
+                return v0 + (v1 - v0) * (width - n0) / (n1 - n0)
+        return pairs[-1][1]
+
+    def steps(self, width: float) -> float:
+        """v(width) / v(1): a pass over width tokens in decode steps."""
+        return self.at(width) / self.at(1)
+
+    def to_json(self) -> dict:
+        return {"widths": list(self.widths), "seconds": list(self.seconds), "context": self.context,
+                "steps": [self.steps(n) for n in self.widths]}
+
+
+def measure_verify_costs(target: CachedModel, context_ids: list[int], widths: tuple[int, ...] = WIDTHS,
+                         repeats: int = 1) -> VerifyCosts:
+    """Time one pass over each width after context_ids (see the module docstring). The tokens fed are
+    the context's own, repeated: any real ids cost the same."""
+    if not context_ids:
+        raise ValueError("measuring verify costs needs a non-empty context")
+    clock = Clock(target.device)
+    filler = (context_ids * (max(widths) // len(context_ids) + 1))[: max(widths)]
+    target.reset()
+    target.logits(list(context_ids), 1)  # the context, cached once and untimed
+    seconds = []
+    for width in widths:
+        ids, times = list(context_ids) + filler[:width], []
+        for attempt in range(repeats + 1):
+            target.crop(len(context_ids))  # back to the context: each pass reads it from the cache
+            start = clock.now()
+            target.logits(ids, width)
+            if attempt:  # the first pass at each width carries one-time costs: not kept
+                times.append(clock.now() - start)
+        seconds.append(statistics.median(times))
+    target.reset()
+    return VerifyCosts(tuple(widths), tuple(seconds), len(context_ids))
