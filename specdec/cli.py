@@ -9,6 +9,7 @@ from .engine.config import Sampling, Speculation, TreeShape
 from .engine.drafters import DRAFTERS, best_drafter, needs_draft_model
 from .engine.layer_search import layers_from
 from .engine.policy import POLICIES
+from .models.fast import ENGINES
 from .serving import serving_config
 
 
@@ -22,6 +23,9 @@ def add_model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", default=None,
                         help="float32, bfloat16 or float16 (default: bf16 on GPU, fp32 on CPU)")
     parser.add_argument("--trust-remote-code", action="store_true", help="allow model repos to run their own code")
+    parser.add_argument("--engine", default=None, choices=list(ENGINES),
+                        help="CPU kernels: " + "; ".join(f"{n}: {d}" for n, d in ENGINES.items()) +
+                             " (default: fast on CPU, eager elsewhere)")
     parser.add_argument("--draft-quantize", default=None, choices=["int8"],
                         help="quantize the draft's weights (CPU): faster drafts, same exact output")
     parser.add_argument("--draft-layers", default=None,
@@ -89,7 +93,7 @@ def load_pair(args, log=None):
         raise SystemExit("--auto picks the drafter itself; drop --drafter")
     drafter = args.drafter or (best_drafter(bool(args.draft)) if auto else
                                "draft-model" if args.draft else "prompt-lookup")
-    target = load_model(args.target, args.device, args.dtype, args.trust_remote_code, log=log)
+    target = load_model(args.target, args.device, args.dtype, args.trust_remote_code, log=log, engine=args.engine)
     draft = None
     if needs_draft_model(drafter):
         if not args.draft:
@@ -98,7 +102,7 @@ def load_pair(args, log=None):
         # the target verifies every token, so the output is unchanged.
         quantize = args.draft_quantize or ("int8" if auto and target.device.type == "cpu" else None)
         draft = load_model(args.draft, target.device, target.dtype, args.trust_remote_code, log=log,
-                           quantize=quantize)
+                           quantize=quantize, engine=args.engine)
     pair = Pair(target, draft)
     if auto:  # a draft with another tokenizer is only known once both are loaded
         drafter = best_drafter(draft is not None, pair.tokenizer_mismatch is None)
@@ -132,6 +136,8 @@ def generate(args) -> None:
     )
     result = compare(pair, request, warm_up=not args.no_warmup)
     result["serving"] = serving_config(result["stats"], drafter, args.draft)
+    result["engine"] = {"target": pair.target.engine, "draft": pair.draft.engine if pair.draft else None}
+    result["verify_costs"] = pair.verify_costs.to_json() if pair.verify_costs else None
     if args.json:
         print(json.dumps(result))
         return

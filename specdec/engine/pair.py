@@ -14,6 +14,7 @@ from .loaded import Loaded, TokenizerMismatch, check_tokenizers
 from .policy import CostModel, make_policy
 from .text import encode_prompt
 from .verdicts import numerical_tie
+from .verify_costs import VerifyCosts, measure_verify_costs
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,9 @@ class Pair:
         # The cost policy's measurements outlive a run: they belong to this pair on this device.
         # Greedy and sampled drafts are accepted at different rates, so each keeps its own.
         self.costs = {True: CostModel(), False: CostModel()}
+        # v(n), a target pass over n tokens on this device, measured once at the first warm-up: the
+        # cost policy's prior (verify_costs.py), and what the app and the bench show.
+        self.verify_costs: VerifyCosts | None = None
 
     def auto(self, request: Request) -> Request:
         """The best setup this pair has: the cost policy, with the hybrid drafter when there is a draft
@@ -115,9 +119,19 @@ class Pair:
         self._speculative_lane.reset()
 
     def warm_up(self, request: Request, tokens: int = 4) -> None:
-        """Run both lanes briefly so one-time costs (allocator, kernels, lazy init) are not timed."""
+        """Run both lanes briefly so one-time costs (allocator, kernels, lazy init) are not timed;
+        the first warm-up also measures the verify-cost table."""
         short = replace(request, max_new_tokens=min(tokens, request.max_new_tokens))
         for _ in self.standard(short):
             pass
         for _ in self.speculative(short):
             pass
+        if self.verify_costs is None:
+            self.measure_verify_costs(self.prompt_ids(request))
+
+    def measure_verify_costs(self, context_ids: list[int]) -> VerifyCosts:
+        """Time the target over each width (verify_costs.WIDTHS) and hand the table to the cost models."""
+        self.verify_costs = measure_verify_costs(self._speculative_lane, context_ids)
+        for costs in self.costs.values():
+            costs.seed_verify(self.verify_costs)
+        return self.verify_costs

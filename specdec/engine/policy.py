@@ -173,6 +173,16 @@ class CostModel:
             self.verify.setdefault(width, Decayed(self.decay)).add(round.verify_seconds)
         self.seen_widths.add(width)
 
+    def seed_verify(self, table) -> None:
+        """Start v(n) from a table measured at warm-up (verify_costs.VerifyCosts): each width enters as
+        one observation, which the rounds' own passes then outweigh as it decays. Seeded widths count
+        as measured, so the trust region starts at the table's widest rather than at nothing."""
+        for width, seconds in zip(table.widths, table.seconds):
+            if width not in self.verify:
+                self.verify[width] = Decayed(self.decay)
+                self.verify[width].add(seconds)
+            self.seen_widths.add(width)
+
     def pass_seconds(self, width: int) -> float | None:
         """v(width): measured; else read off the line between the measured widths around it, or
         past the widest, the widest's."""

@@ -98,16 +98,19 @@ def load_model(
     if quantize == "int8":
         model = quantize_int8(model)
         log(f"quantized {spec} to int8 (dynamic, CPU)")
-    engine = apply_engine(model, engine or default_engine(device), device, dtype, spec, log)
+    engine = apply_engine(model, engine or default_engine(device), device, dtype, spec, log, quantized=bool(quantize))
     return Loaded(spec, model, tokenizer, device, dtype, engine)
 
 
 def apply_engine(model: torch.nn.Module, engine: str, device: torch.device, dtype: torch.dtype, spec: str,
-                 log: Log) -> str:
+                 log: Log, quantized: bool = False) -> str:
     """The engine the model really runs. "fast" adds prepacked copies of its large linear layers
     where that exists (fp32/bf16 on CPU) and the memory is there; otherwise it stays eager, and the
     log says why (models/fast.py)."""
     if engine == "eager":
+        return "eager"
+    if quantized:
+        log(f"{spec}: an int8 model runs PyTorch's quantized kernels; the fast engine does not apply")
         return "eager"
     if not can_prepack(device, dtype):
         log(f"{spec}: the fast engine exists for fp32/bf16 on CPU; running eager on {device} ({dtype})")
