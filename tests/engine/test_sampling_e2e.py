@@ -4,16 +4,14 @@ Thousands of seeded runs on a tiny-vocabulary model; the first two tokens are co
 target's exact joint distribution by a chi-square test. Seeds are fixed, so the test is
 deterministic; the same statistic against the draft's distribution shows the test has power.
 """
-import math
-
 import pytest
 import torch
 
+from chi_square import chi_square, critical, joint as exact_joint
 from conftest import perturbed, tiny_model
 from specdec import CachedModel, ModelDrafter, PromptLookupDrafter, Sampling, Speculation, speculative_decode
 from specdec.engine.drafters import HybridDrafter
 from specdec.engine.policy import Choice
-from specdec.engine.sampling import probs_from_logits
 
 VOCAB, RUNS = 8, 2000
 PROMPT = [3, 5, 7, 3, 5, 6, 4, 3, 5]  # ends in a repeated bigram, so prompt lookup drafts
@@ -39,28 +37,7 @@ class Scripted:
 
 
 def joint(model, sampling, prompt=PROMPT, vocab=VOCAB):
-    """Exact P(y1, y2) after prompt under a model with the given sampling settings."""
-    lane = CachedModel(model)
-    first = probs_from_logits(lane.logits(prompt, 1)[0], sampling).double()
-    rows = [first[y] * probs_from_logits(lane.logits(prompt + [y], 1)[0], sampling).double() for y in range(vocab)]
-    return torch.stack(rows)
-
-
-def chi_square(counts, expected_probs, runs):
-    """Pearson statistic with cells of expected count < 5 pooled; returns (statistic, dof)."""
-    expected = expected_probs.flatten() * runs
-    counts = counts.flatten().double()
-    small = expected < 5
-    e = torch.cat([expected[~small], expected[small].sum().reshape(1)])
-    c = torch.cat([counts[~small], counts[small].sum().reshape(1)])
-    keep = e > 0
-    stat = ((c[keep] - e[keep]) ** 2 / e[keep]).sum().item()
-    return stat, int(keep.sum()) - 1
-
-
-def critical(dof, z=3.09):
-    """Upper 0.001 quantile of chi-square (Wilson-Hilferty)."""
-    return dof * (1 - 2 / (9 * dof) + z * math.sqrt(2 / (9 * dof))) ** 3
+    return exact_joint(model, sampling, prompt, vocab)
 
 
 @pytest.mark.parametrize("sampling,drafter_kind", [
