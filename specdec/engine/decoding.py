@@ -119,6 +119,7 @@ def speculative_decode(
             policy_seconds=chosen_at - start,
             catch_up=draft.catch_up,
             tree=None if draft.tree is None else TreeRound(draft.tree.tokens, draft.tree.parents, path, draft.reach),
+            confidences=draft.confidences,
         )
         yield event
         if finished:

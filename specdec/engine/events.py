@@ -75,6 +75,7 @@ class RoundEvent:
     policy_seconds: float = 0.0  # the part of draft_seconds spent choosing k
     catch_up: int = 0  # committed tokens the draft model read before drafting (see Draft.catch_up)
     tree: TreeRound | None = None
+    confidences: tuple[float, ...] = ()  # a model draft's probability of each drafted token
 
     @property
     def seconds(self) -> float:

@@ -29,6 +29,8 @@ class Draft:
     # reaching each node, the product of its choices' probabilities down the path (None if unknown).
     tree: Tree | None = None
     reach: tuple[float, ...] | None = None
+    # A model draft's confidence in each token: the probability it gave it (confidence.py).
+    confidences: tuple[float, ...] = ()
 
 
 class Drafter(Protocol):

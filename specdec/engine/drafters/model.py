@@ -6,6 +6,7 @@ import torch
 from ..config import Sampling
 from ..kvcache import CachedModel, common_prefix
 from ..sampling import probs_from_logits, sample_from, uniforms
+from ..confidence import StopRule
 from .base import Draft, check_draft_reads, fit_vocab
 
 
@@ -27,10 +28,13 @@ class ModelDrafter:
         return (self.name,)
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
-                source: str | None = None) -> Draft:
+                source: str | None = None, stop: StopRule | None = None) -> Draft:
+        """Up to k tokens, one draft pass each. The draft ends early after a token it gives less than
+        `confidence` (a fixed threshold, transformers' assistant_confidence_threshold), or when the
+        round's stop rule says one more token is not worth its cost (the cost policy's, confidence.py)."""
         catch_up = len(ids) - common_prefix(self.draft.ids, ids)
         tokens: list[int] = []
-        rows = []  # greedy: logits; sampled: the q each token was drawn from
+        rows, confidences = [], []  # rows: greedy logits, or the q each token was drawn from
         for _ in range(k):
             logits = fit_vocab(self.draft.logits(ids + tokens, 1)[0], self.target_vocab_size)
             if sampling.greedy:
@@ -39,17 +43,18 @@ class ModelDrafter:
             else:
                 rows.append(probs_from_logits(logits, sampling))
                 tokens.append(sample_from(rows[-1], uniforms(1, generator)[0]))
-            if self.confidence and self._unsure(rows[-1], tokens[-1], sampling.greedy):
+            confidences.append(self._confidence(rows[-1], tokens[-1], sampling.greedy))
+            if confidences[-1] < self.confidence or (stop is not None and not stop.keep_drafting(confidences)):
                 break
         if not rows:
             return Draft([], None)
         stacked = torch.stack(rows)
-        if sampling.greedy:
-            return Draft(tokens, None, stacked, catch_up=catch_up)
-        return Draft(tokens, stacked, catch_up=catch_up)
+        q, logits = (None, stacked) if sampling.greedy else (stacked, None)
+        return Draft(tokens, q, logits, catch_up=catch_up, confidences=tuple(confidences))
 
-    def _unsure(self, row: torch.Tensor, token: int, greedy: bool) -> bool:
-        """An unsure draft token is likely rejected, and every token after it is then wasted work.
-        A greedy draft is judged by its softmax at T = 1, as transformers' confidence stop does."""
-        probability = torch.softmax(row.float(), -1)[token] if greedy else row[token]
-        return float(probability) < self.confidence
+    @staticmethod
+    def _confidence(row: torch.Tensor, token: int, greedy: bool) -> float:
+        """The probability the draft gave its token: q(x) when sampling; a greedy draft's softmax at
+        T = 1, as transformers' confidence stop reads it. An unsure token is likely rejected, and every
+        token after it is then wasted work."""
+        return float(torch.softmax(row.float(), -1)[token] if greedy else row[token])

@@ -1,0 +1,109 @@
+"""Stopping a draft early, chosen by the cost model: acceptance as a function of the draft's own
+confidence, and the round's marginal rate.
+
+A drafted token's confidence is the probability the draft gave it: q(x) when sampling, the softmax at
+temperature 1 of the draft's logits when greedy (as transformers' assistant_confidence_threshold
+reads it). A confident draft is accepted more often, so a round should go on drafting while its
+tokens are confident and stop at the first that is not. transformers stops at a fixed 0.4 (re-fitted
+by an ROC curve when asked); AdaEDL (Agrawal et al. 2024) stops on an entropy bound; SpecDec++ (Huang
+et al. 2024) stops once a trained head says P(some drafted token is rejected) passes a threshold. We
+take SpecDec++'s rule with its two parts measured instead of trained or fixed:
+
+Calibration. a(c) = P(a drafted token is accepted | every token before it was, its confidence is c),
+learned online per source from the positions each round tested (a position is tested when all before
+it were accepted), in bins of c, decayed, and shrunk towards the source's overall acceptance as a
+Beta prior would, so a thin bin borrows from the rest.
+
+The rule. Having drafted j tokens with confidences c_1..c_j, the chance all j survive verification is
+s_j = a(c_1) ... a(c_j), and the round, if it stopped now, would yield E_j = 1 + s_1 + ... + s_j
+tokens in T_j = j d + v(j + 1) + o seconds (d: the draft's seconds per token, v(n): a target pass over
+n tokens, o: the round's overhead). One more token, whose confidence is not known before it is
+drafted, adds s_j * a_bar tokens in expectation (a_bar: the source's acceptance at that position) and
+dT = d + v(j + 2) - v(j + 1) seconds. The round's rate E/T rises with it exactly when
+
+    s_j * a_bar / dT  >  E_j / T_j,
+
+so the draft goes on while that holds and stops at once when it fails. The threshold on confidence
+this implies is neither fixed nor global: it moves with the verify-cost table (a cheap wide pass keeps
+drafts going), the draft's cost, and how well this draft agrees with this target on this text.
+
+Exactness. The rule reads only the draft's own probabilities and earlier rounds' measurements, never
+the target's output for this round, so the draft length is a stopping time of the draft's own draws
+and each verified position keeps its exact accept/reject test (verify.py): the output is the
+target's, greedy or sampled.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+BINS = 10
+
+
+class Calibration:
+    """a(c) in BINS equal bins of confidence, as decayed counts of tested and kept positions."""
+
+    def __init__(self, decay: float = 0.97, bins: int = BINS):
+        self.decay, self.bins = decay, bins
+        self.tested = [0.0] * bins
+        self.kept = [0.0] * bins
+
+    def bin(self, confidence: float) -> int:
+        return min(self.bins - 1, max(0, int(confidence * self.bins)))
+
+    def observe(self, confidences: Sequence[float], accepted: int) -> None:
+        """A round's drafted confidences and how many of its tokens were accepted: positions
+        1..accepted + 1 were tested (the first rejection included), the rest were not."""
+        tested = confidences[: accepted + 1]
+        if not tested:
+            return
+        self.tested = [t * self.decay for t in self.tested]
+        self.kept = [k * self.decay for k in self.kept]
+        for i, confidence in enumerate(tested):
+            b = self.bin(confidence)
+            self.tested[b] += 1.0
+            self.kept[b] += 1.0 if i < accepted else 0.0
+
+    def acceptance(self, confidence: float, prior: float, weight: float = 2.0) -> float:
+        """a(confidence), shrunk towards prior with the weight of `weight` observations."""
+        b = self.bin(confidence)
+        return (self.kept[b] + prior * weight) / (self.tested[b] + weight)
+
+    @property
+    def evidence(self) -> float:
+        return sum(self.tested)
+
+    def to_json(self) -> dict:
+        return {"tested": self.tested, "kept": self.kept}
+
+    @classmethod
+    def from_json(cls, data: dict, decay: float = 0.97) -> "Calibration":
+        calibration = cls(decay, len(data["tested"]))
+        calibration.tested, calibration.kept = list(data["tested"]), list(data["kept"])
+        return calibration
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """The marginal-rate rule of the module docstring, frozen at the start of a round from the cost
+    model: accept(c) -> a(c); position_alpha[i] -> a_bar at position i + 1; pass_seconds(n) -> v(n)."""
+
+    accept: Callable[[float], float]
+    position_alpha: Sequence[float]
+    draft_seconds: float
+    pass_seconds: Callable[[int], float]
+    overhead: float = 0.0
+
+    def keep_drafting(self, confidences: Sequence[float]) -> bool:
+        """After drafting len(confidences) tokens: is one more worth its cost?"""
+        j = len(confidences)
+        survive, expected = 1.0, 1.0
+        for confidence in confidences:
+            survive *= self.accept(confidence)
+            expected += survive
+        spent = j * self.draft_seconds + self.pass_seconds(j + 1) + self.overhead
+        a_bar = self.position_alpha[min(j, len(self.position_alpha) - 1)] if self.position_alpha else 0.5
+        added = self.draft_seconds + self.pass_seconds(j + 2) - self.pass_seconds(j + 1)
+        if added <= 0:  # a wider pass measured no dearer: the token is free
+            return survive * a_bar > 0
+        return survive * a_bar * spent > added * expected
