@@ -83,7 +83,9 @@ def speculative_decode(
         chosen_at = clock.now()
         # A round yields at most drafted + 1 tokens: never draft what max_new_tokens cannot take.
         k_round = min(choice.k, max_new_tokens - produced - 1)
-        draft = drafter.propose(ids, k_round, sampling, generator, choice.source) if k_round > 0 else NO_DRAFT
+        # A stop rule (the cost policy's, for a model source) goes to the drafters that draft token by token.
+        stop = {"stop": choice.stop} if choice.stop is not None else {}
+        draft = drafter.propose(ids, k_round, sampling, generator, choice.source, **stop) if k_round > 0 else NO_DRAFT
         drafted_at = clock.now()
         if draft.tree is None:
             logits = target.logits(ids + draft.tokens, len(draft.tokens) + 1)

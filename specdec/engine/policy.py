@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
+from .confidence import Calibration, StopRule
 from .events import RoundEvent
 
 CATCH_UP_LIMIT = 8  # committed tokens a draft may read first and still count as a steady round
@@ -39,6 +40,7 @@ class Choice:
     source: str  # which of the drafter's sources drafts (k = 0: none does)
     gain: float | None = None  # expected tokens/s of this choice over plain decoding's (cost policy only)
     reason: str = ""
+    stop: StopRule | None = None  # ends a model draft before k once one more token would not pay
 
 
 class FixedPolicy:
@@ -98,9 +100,15 @@ class SourceCosts:
     draft: Decayed = None  # type: ignore[assignment]
     kept: list[Decayed] = field(default_factory=list)  # per position: decayed share of tested kept
     width: Decayed = None  # type: ignore[assignment]  # tokens in its rounds' target passes (trees)
+    calibration: Calibration = field(default_factory=Calibration)  # acceptance by draft confidence
 
     def __post_init__(self) -> None:
         self.draft, self.width = Decayed(self.decay), Decayed(self.decay)
+
+    @property
+    def tested_depth(self) -> int:
+        """The deepest position any round of this source has tested."""
+        return len(self.kept)
 
     def alpha(self, position: int, prior: tuple[float, float] | None = None) -> float | None:
         """P(position kept | all before kept), positions from 1; None when never tested. With a
@@ -163,6 +171,8 @@ class CostModel:
         costs = self.source(source)
         costs.observe(round.tested_length, round.accepted, proposing / round.draft_length if steady and round.drafted
                       else None)
+        if round.tree is None:
+            costs.calibration.observe(round.confidences, round.accepted)
         if round.drafted:
             costs.width.add(len(round.drafted) + 1)
         if prefill:
@@ -230,12 +240,25 @@ class CostModel:
 class CostPolicy:
     """argmax over (source, k) of E(k) / T(k), k in [0, k_max], with a probe out of k = 0 now and then.
 
-    A probe costs a draft and a wider pass, so probes back off: the probe_every-th round out of
-    drafting probes, and each probe that does not win drafting back doubles that gap, up to
-    max_gap. A probe drafts the k the evidence favours when taken at face value (k = 1 when even
-    that does not pay); a fully accepted probe is followed by another at once."""
+    Reach. A chain source drafts at most twice as deep as any of its rounds has been tested, and at
+    least MIN_REACH (geometric widening: each round that reaches its depth doubles what the next may
+    try), and a
+    target pass no wider than the verify-cost table (or, without one, the widest pass timed) + 2.
+
+    Confidence. Once a model source has shown how its acceptance follows its own confidence
+    (MIN_CALIBRATION tested positions), its rounds draft up to the reach and stop at the first
+    token after which one more would not pay (confidence.StopRule); k is then a cap.
+
+    Probes. A probe costs a draft and a wider pass. None is made while even the evidence at face
+    value (no caution) promises no more than NOISE over plain decoding: such a probe cannot win
+    drafting back. Otherwise the gap between probes starts at probe_every rounds when the hope is
+    large and up to 8 times longer when it is close to NOISE, and each probe that does not win
+    drafting back doubles it, up to max_gap; a fully accepted probe is followed by another at once."""
 
     name = "cost"
+    NOISE = 0.05  # gains within this of 1.0 are not worth a probe: a shared CPU's run-to-run noise
+    MIN_CALIBRATION = 8
+    MIN_REACH = 4
 
     def __init__(self, k_max: int, costs: CostModel | None = None, probe_every: int = 8, max_gap: int = 64):
         self.k_max = k_max
@@ -245,48 +268,79 @@ class CostPolicy:
         self.probing = False  # the last choice was a probe
 
     def choose(self, sources: Sequence[str]) -> Choice:
-        # Learn before judging: each source's draft cost, then the plain step's pass time.
+        # 1. Learn before judging: each source's draft cost, then the plain step's pass time.
         unmeasured = [s for s in sources if self.costs.source(s).draft.mean is None]
         if unmeasured:
             # One draft token measures the cost per token as well as k would, and wastes the least
-            # when it is rejected; the trust region then widens k as far as the numbers pay.
+            # when it is rejected; the reach then widens k as far as the numbers pay.
             return Choice(1, unmeasured[0], None, f"measuring {unmeasured[0]}'s draft cost")
         plain = self.costs.pass_seconds(1) if 1 in self.costs.verify else None
         if plain is None:
             return Choice(0, sources[0], None, "measuring a plain decode step")
+        # 2. The best draft the cautious evidence allows, against a plain step's rate.
         reach = self.trust_region(sources)
         plain_round = plain + (self.costs.overhead.mean or 0.0)  # plain decoding: 1 token per plain_round
         source, k, gain = self.best(sources, reach, plain_round, cautious=True)
         if gain <= 1.0:
-            self.plain_streak += 1
-            if self.plain_streak >= self.gap:
-                # A probe bets on the evidence as it stands (no caution), so a pair whose
-                # acceptance is high but thinly measured gets the rounds that prove it.
-                self.plain_streak, self.gap = 0, min(2 * self.gap, self.max_gap)
-                source, k, hope = self.best(sources, reach, plain_round, cautious=False)
-                k = k if hope > 1.0 else 1
-                self.probing = True
-                return Choice(k, source, hope, f"probing {source} with k={k}: expected {hope:.2f}x "
-                                               "on the evidence so far, unproven")
+            return self.plain_or_probe(sources, reach, plain_round, source, k, gain)
+        # 3. Draft: with a stop rule where the source's confidence is calibrated, k becomes a cap.
+        self.plain_streak, self.gap, self.probing = 0, self.probe_every, False
+        stop = self.stop_rule(source)
+        if stop is None:
+            return Choice(k, source, gain, f"{source}, k={k}: expected {gain:.2f}x plain decoding")
+        cap = max(k, min(self.k_max, self.depth_reach(source), reach - 1))
+        return Choice(cap, source, gain, f"{source}, up to k={cap} while its confidence pays (best fixed k={k}: "
+                                         f"expected {gain:.2f}x plain decoding)", stop)
+
+    def plain_or_probe(self, sources: Sequence[str], reach: int, plain_round: float, source: str, k: int,
+                       gain: float) -> Choice:
+        """A plain step, or now and then a probe that bets on the evidence at face value (no
+        caution), so a pair whose acceptance is high but thinly measured gets the rounds that prove it."""
+        hope_source, hope_k, hope = self.best(sources, reach, plain_round, cautious=False)
+        if hope <= 1.0 + self.NOISE:
+            self.plain_streak = 0
+            return Choice(0, source, 1.0, f"plain decoding: even at face value the best draft ({hope_source}, "
+                                          f"k={hope_k}) would be {hope:.2f}x, within noise of plain")
+        self.plain_streak += 1
+        start_gap = self.probe_every * min(8.0, max(1.0, 0.2 / (hope - 1.0)))
+        if self.plain_streak < max(self.gap, start_gap):
             return Choice(0, source, 1.0, f"plain decoding: the best draft ({source}, k={k}) would be {gain:.2f}x")
-        self.plain_streak, self.gap = 0, self.probe_every
-        self.probing = False
-        return Choice(k, source, gain, f"{source}, k={k}: expected {gain:.2f}x plain decoding")
+        self.plain_streak, self.gap = 0, min(2 * self.gap, self.max_gap)
+        self.probing = True
+        return Choice(hope_k, hope_source, hope, f"probing {hope_source} with k={hope_k}: expected {hope:.2f}x "
+                                                 "on the evidence so far, unproven")
 
     def trust_region(self, sources: Sequence[str]) -> int:
-        """The widest target pass a choice may ask for: at most 2 beyond the widest measured, so an
-        unmeasured width is explored a step at a time rather than bet on from an extrapolation. A
-        tree's width is its budget + 1 whatever its depth, so the next budget up is allowed too."""
+        """The widest target pass a choice may ask for: at most 2 beyond the widest timed (a seeded
+        verify-cost table counts as timed), so an unmeasured width is explored a step at a time
+        rather than bet on from an extrapolation. A tree's width is its budget + 1 whatever its
+        depth, so the next budget up is allowed too."""
         widest = max(self.costs.seen_widths, default=1)
         budgets = [b for b in map(tree_budget, sources) if b is not None and b + 1 > widest + 2]
         return max(widest + 2, min(budgets, default=0) + 1)
 
+    def depth_reach(self, source: str) -> int:
+        """How deep a chain source may draft: twice the deepest position it has tested, and at least
+        MIN_REACH (a pass over 5 tokens costs about one step on a GPU or the fast CPU engine)."""
+        return max(self.MIN_REACH, 2 * self.costs.source(source).tested_depth)
+
+    def stop_rule(self, source: str) -> StopRule | None:
+        """The source's marginal-rate stop rule, once its acceptance by confidence is measured."""
+        costs = self.costs.source(source)
+        if tree_budget(source) is not None or costs.calibration.evidence < self.MIN_CALIBRATION:
+            return None
+        prior = costs.alpha(1, (self.costs.prior_alpha, self.costs.prior_weight)) or self.costs.prior_alpha
+        alphas = [costs.alpha(i, (prior, self.costs.prior_weight)) or prior for i in range(1, costs.tested_depth + 1)]
+        return StopRule(lambda c: costs.calibration.acceptance(c, prior), tuple(alphas) or (prior,),
+                        costs.draft.mean or 0.0, self.costs.pass_seconds, self.costs.overhead.mean or 0.0)
+
     def best(self, sources: Sequence[str], reach: int, plain_round: float, cautious: bool) -> tuple[str, int, float]:
         """The (source, k in 1..k_max) with the most expected tokens per second among those whose
-        target pass is at most reach wide, and its gain over plain decoding."""
+        target pass is at most reach wide and whose depth is within the source's reach, and its
+        gain over plain decoding."""
         # A tree of n nodes is at most n deep: deeper k would price tokens it cannot yield.
         rates = {(s, k): rate for s in sources for k, rate in enumerate(self.rates(s, cautious))
-                 if 0 < k <= min(self.k_max, tree_budget(s) or self.k_max) and verify_width(s, k) <= reach}
+                 if 0 < k <= min(self.k_max, tree_budget(s) or self.depth_reach(s)) and verify_width(s, k) <= reach}
         source, k = max(rates, key=lambda sk: (rates[sk], -sk[1]))
         return source, k, rates[source, k] * plain_round
 

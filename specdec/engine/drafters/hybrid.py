@@ -7,6 +7,7 @@ from __future__ import annotations
 import torch
 
 from ..config import Sampling
+from ..confidence import StopRule
 from .base import Draft
 from .lookup import PromptLookupDrafter
 from .model import ModelDrafter
@@ -27,8 +28,9 @@ class HybridDrafter:
         return (self.lookup.name, self.model.name) if has_match else (self.model.name,)
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
-                source: str | None = None) -> Draft:
+                source: str | None = None, stop: StopRule | None = None) -> Draft:
         # The draft model sits out the rounds lookup drafts; its KV cache catches up on the tokens
         # committed meanwhile at its next turn, in one pass (CachedModel feeds what it has not seen).
-        chosen = self.lookup if (source or self.sources(ids)[0]) == self.lookup.name else self.model
-        return chosen.propose(ids, k, sampling, generator)
+        if (source or self.sources(ids)[0]) == self.lookup.name:
+            return self.lookup.propose(ids, k, sampling, generator)
+        return self.model.propose(ids, k, sampling, generator, stop=stop)

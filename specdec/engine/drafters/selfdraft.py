@@ -46,10 +46,10 @@ class SelfDrafter:
         return (self.name,)
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
-                source: str | None = None) -> Draft:
+                source: str | None = None, stop=None) -> Draft:
         if self.borrows:
             self._borrow(ids)
-        return self.model.propose(ids, k, sampling, generator)
+        return self.model.propose(ids, k, sampling, generator, stop=stop)
 
     def _borrow(self, ids: list[int]) -> None:
         draft, target = self.model.draft, self.target

@@ -1,0 +1,127 @@
+"""Confidence stops chosen by the cost policy (engine/confidence.py): the calibration counts only
+tested positions, the stop rule is the marginal-rate inequality, the policy hands it out once it is
+measured, and no stop, however extreme, changes what is generated."""
+import pytest
+import torch
+
+from chi_square import chi_square, critical, joint
+from conftest import perturbed, tiny_model
+from specdec.engine.config import Sampling, Speculation
+from specdec.engine.confidence import Calibration, StopRule
+from specdec.engine.decoding import speculative_decode, standard_decode
+from specdec.engine.drafters import HybridDrafter, ModelDrafter
+from specdec.engine.events import ACCEPTED, CORRECTED, RoundEvent
+from specdec.engine.kvcache import CachedModel
+from specdec.engine.policy import Choice, CostModel, CostPolicy
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+MODEL = "draft-model"
+
+
+def test_calibration_counts_tested_positions_only():
+    calibration = Calibration(decay=1.0)
+    calibration.observe((0.95, 0.15, 0.92), accepted=1)  # kept, rejected, never tested
+    assert calibration.tested[9] == 1 and calibration.kept[9] == 1
+    assert calibration.tested[1] == 1 and calibration.kept[1] == 0 and calibration.evidence == 2
+    assert calibration.acceptance(0.97, prior=0.5, weight=2) == pytest.approx((1 + 1) / (1 + 2))
+    assert calibration.acceptance(0.5, prior=0.5) == 0.5  # an empty bin is the prior
+    assert Calibration.from_json(calibration.to_json()).tested == calibration.tested
+
+
+def test_stop_rule_is_the_marginal_rate_inequality():
+    """d = 0.1 s per draft token, v(n) = 1 + 0.05 n, a(c) = c, a_bar = 0.9 at every position. After
+    one token of confidence 0.9: E = 1.9, T = 0.1 + 1.1 = 1.2, one more adds 0.9 * 0.9 = 0.81 tokens
+    for 0.15 s: 0.81 / 0.15 = 5.4 > 1.9 / 1.2, so go on. After a token of confidence 0.05 the
+    survival is 0.045: 0.045 * 0.9 / 0.15 = 0.27 < E / T, so stop."""
+    rule = StopRule(lambda c: c, (0.9,) * 8, 0.1, lambda n: 1 + 0.05 * n)
+    assert rule.keep_drafting([0.9])
+    assert not rule.keep_drafting([0.9, 0.05])
+    assert rule.keep_drafting([0.9, 0.9, 0.9])
+    free = StopRule(lambda c: c, (0.9,), 0.0, lambda n: 1.0)  # a wider pass costs nothing: draft on
+    assert free.keep_drafting([0.2, 0.2])
+
+
+def rnd(i, drafted, accepted, confidences, draft_s=0.1, verify_s=1.0):
+    fates = (ACCEPTED,) * accepted + ((CORRECTED,) if accepted < drafted else ())
+    return RoundEvent(i, drafted, tuple(range(drafted)), accepted, tuple(range(accepted + 1)), fates, draft_s * drafted,
+                      verify_s, (), False, catch_up=1, confidences=confidences)
+
+
+def test_the_cost_policy_hands_out_a_stop_rule_once_calibrated():
+    costs = CostModel(decay=1.0)
+    for n in range(1, 10):
+        for i in (1, 2):
+            costs.observe(rnd(i, n - 1, 0, (0.5,) * (n - 1), verify_s=1.0 + 0.02 * n), "timing")
+    policy = CostPolicy(k_max=16, costs=costs)
+    policy.observe(rnd(10, 4, 3, (0.95, 0.9, 0.97, 0.1), draft_s=0.3), MODEL)  # 4 tested positions: too few to trust
+    assert policy.choose([MODEL]).stop is None
+    for i in range(2):  # confident tokens accepted, unsure ones rejected
+        policy.observe(rnd(11 + i, 4, 3, (0.95, 0.9, 0.97, 0.1), draft_s=0.3), MODEL)
+    choice = policy.choose([MODEL])
+    assert choice.stop is not None and choice.k == 8 and "while its confidence pays" in choice.reason
+    # 0.3 s a draft token against 0.02 s a verified one: an unsure token is not worth another.
+    assert choice.stop.keep_drafting([0.95, 0.95]) and not choice.stop.keep_drafting([0.95, 0.1])
+
+
+class Stopping:
+    """A scripted policy: k = 4 from the given source index each round, with a stop rule."""
+
+    name = "scripted"
+
+    def __init__(self, stop, which=0):
+        self.stop, self.which, self.round = stop, which, 0
+
+    def choose(self, sources):
+        self.round += 1
+        index = (self.round if self.which == "alternate" else self.which) % len(sources)
+        return Choice(4, sources[index], stop=self.stop)
+
+    def observe(self, round, source):
+        pass
+
+
+class Threshold:
+    def __init__(self, below):
+        self.below = below
+
+    def keep_drafting(self, confidences):
+        return confidences[-1] >= self.below
+
+
+EXTREMES = [Threshold(1.1), Threshold(0.5), Threshold(0.0)]  # stop at every position, at unsure ones, never
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_greedy_stays_exact_under_extreme_stops_and_source_switches(arch):
+    target = tiny_model(arch, seed=7)
+    draft = perturbed(target, 0.05)
+    prompt = [5, 9, 14, 5, 9, 14, 22, 31, 5, 9, 14]
+    expected = [e.token for e in standard_decode(CachedModel(target), prompt, Sampling(), 40)]
+    lengths = set()
+    for stop in EXTREMES:
+        for which in (0, "alternate"):
+            drafter = HybridDrafter(ModelDrafter(draft, target.vocab_size))
+            rounds = list(speculative_decode(CachedModel(target), drafter, prompt, Speculation(k=4), Sampling(), 40,
+                                             policy=Stopping(stop, which)))
+            assert [t for r in rounds for t in r.tokens] == expected
+            lengths |= {len(r.drafted) for r in rounds if r.source == MODEL}
+    assert {1, 4} <= lengths  # the stops really cut drafts short, and let others run to k
+
+
+@pytest.mark.parametrize("stop", EXTREMES[:2])
+def test_sampling_stays_exact_under_confidence_stops(stop):
+    vocab, runs, prompt = 8, 1500, [3, 5, 7, 3, 5, 6, 4, 3, 5]
+    sampling = Sampling(temperature=0.9, top_k=6, top_p=0.95)
+    target = tiny_model("llama", seed=21, vocab=vocab, hidden=32)
+    draft = perturbed(target, 0.5, seed=4)
+    lane, drafter = CachedModel(target), HybridDrafter(ModelDrafter(draft, vocab))
+    counts = torch.zeros(vocab, vocab)
+    for seed in range(runs):
+        s = Sampling(sampling.temperature, sampling.top_k, sampling.top_p, seed)
+        rounds = speculative_decode(lane, drafter, prompt, Speculation(k=4), s, 3, policy=Stopping(stop, "alternate"))
+        tokens = [t for r in rounds for t in r.tokens]
+        counts[tokens[0], tokens[1]] += 1
+    stat, dof = chi_square(counts, joint(target, sampling, prompt, vocab), runs)
+    assert stat < critical(dof), (stat, dof)
+    wrong, wrong_dof = chi_square(counts, joint(draft, sampling, prompt, vocab), runs)
+    assert wrong > critical(wrong_dof), "the test cannot tell the draft's distribution from the target's"
