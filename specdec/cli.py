@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def load_pair(args, log=None):
     from .engine.pair import Pair
-    from .models.loading import load_model
+    from .models.loading import costs_file, load_model
 
     log = log or (lambda message: print(message, file=sys.stderr))
     auto = getattr(args, "auto", False)
@@ -104,6 +104,7 @@ def load_pair(args, log=None):
         draft = load_model(args.draft, target.device, target.dtype, args.trust_remote_code, log=log,
                            quantize=quantize, engine=args.engine)
     pair = Pair(target, draft)
+    pair.remember_costs(costs_file(target, draft))  # the cost policy starts from what earlier runs learned
     if auto:  # a draft with another tokenizer is only known once both are loaded
         drafter = best_drafter(draft is not None, pair.tokenizer_mismatch is None)
     return pair, drafter

@@ -19,6 +19,7 @@ class Loaded:
     device: torch.device
     dtype: torch.dtype
     engine: str = "eager"  # "fast": linear layers prepacked for the CPU (specdec.models.fast)
+    quantize: str | None = None  # "int8": a dynamically quantized copy (drafts on CPU)
 
     @property
     def eos_ids(self) -> list[int]:

@@ -2,7 +2,9 @@
 CLI, the app and the benchmarks share."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Iterator
 
 from .config import Sampling, Speculation
@@ -15,6 +17,8 @@ from .policy import CostModel, make_policy
 from .text import encode_prompt
 from .verdicts import numerical_tie
 from .verify_costs import VerifyCosts, measure_verify_costs
+
+COSTS_VERSION = 1  # of the persisted cost models' JSON: a file of another version is ignored
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class Pair:
         # v(n), a target pass over n tokens on this device, measured once at the first warm-up: the
         # cost policy's prior (verify_costs.py), and what the app and the bench show.
         self.verify_costs: VerifyCosts | None = None
+        self.costs_file: Path | None = None  # where the cost models persist between processes (remember_costs)
 
     def auto(self, request: Request) -> Request:
         """The best setup this pair has: the cost policy, with the hybrid drafter when there is a draft
@@ -99,8 +104,13 @@ class Pair:
                                tokenizers=(self.tokenizer, draft.tokenizer if draft else None), tree=request.spec.tree)
         spec = request.spec
         policy = make_policy(spec.policy, spec.k, spec.k_max, self.costs[request.sampling.greedy])
-        return speculative_decode(self._speculative_lane, drafter, ids, spec, request.sampling,
-                                  request.max_new_tokens, self.eos_ids, policy)
+        rounds = speculative_decode(self._speculative_lane, drafter, ids, spec, request.sampling,
+                                    request.max_new_tokens, self.eos_ids, policy)
+        return self._saving_costs(rounds) if spec.policy == "cost" else rounds
+
+    def _saving_costs(self, rounds: Iterator[RoundEvent]) -> Iterator[RoundEvent]:
+        yield from rounds
+        self.save_costs()  # a run that ended (not one abandoned midway) is worth remembering
 
     def divergence(self, prompt_ids: list[int], standard_ids: list[int], speculative_ids: list[int]) -> dict | None:
         """Where two greedy lanes first differ, and whether the target itself could not tell the two
@@ -132,6 +142,44 @@ class Pair:
     def measure_verify_costs(self, context_ids: list[int]) -> VerifyCosts:
         """Time the target over each width (verify_costs.WIDTHS) and hand the table to the cost models."""
         self.verify_costs = measure_verify_costs(self._speculative_lane, context_ids)
+        self.restore_costs()
         for costs in self.costs.values():
             costs.seed_verify(self.verify_costs)
         return self.verify_costs
+
+    # --- the cost models across processes ------------------------------------------------------
+
+    def remember_costs(self, path: str | Path) -> None:
+        """Persist what the cost policy learns at path (JSON), and start from it when a later process
+        finds it there with a verify-cost table that agrees with its own (the same machine in the
+        same state); one that disagrees, another version or a broken file is ignored."""
+        self.costs_file = Path(path)
+        if self.verify_costs is not None:
+            self.restore_costs()
+
+    def restore_costs(self) -> bool:
+        try:
+            data = json.loads(self.costs_file.read_text()) if self.costs_file else None
+        except (OSError, ValueError):
+            return False
+        if not isinstance(data, dict) or data.get("version") != COSTS_VERSION or self.verify_costs is None:
+            return False
+        try:
+            if not VerifyCosts.from_json(data["verify_costs"]).agrees_with(self.verify_costs):
+                return False
+            for greedy, costs in self.costs.items():
+                costs.restore(data["costs"][str(greedy)])
+        except (KeyError, TypeError, ValueError):
+            return False
+        return True
+
+    def save_costs(self) -> None:
+        if self.costs_file is None or self.verify_costs is None:
+            return
+        data = {"version": COSTS_VERSION, "target": self.target.name, "draft": self.draft.name if self.draft else None,
+                "verify_costs": self.verify_costs.to_json(),
+                "costs": {str(greedy): costs.to_json() for greedy, costs in self.costs.items()}}
+        self.costs_file.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.costs_file.with_suffix(".tmp")
+        temporary.write_text(json.dumps(data))
+        temporary.replace(self.costs_file)  # whole or not at all, whatever else reads it

@@ -91,6 +91,15 @@ class Decayed:
     def mean(self) -> float | None:
         return self.total / self.weight if self.weight > 1e-9 else None
 
+    def to_json(self) -> list[float]:
+        return [self.weight, self.total]
+
+    @classmethod
+    def from_json(cls, data: list[float], decay: float) -> "Decayed":
+        decayed = cls(decay)
+        decayed.weight, decayed.total = float(data[0]), float(data[1])
+        return decayed
+
 
 @dataclass
 class SourceCosts:
@@ -131,6 +140,18 @@ class SourceCosts:
         n = self.kept[position - 1].weight + prior[1]
         return max(0.0, alpha - z * math.sqrt(alpha * (1 - alpha) / n))
 
+    def to_json(self) -> dict:
+        return {"draft": self.draft.to_json(), "kept": [k.to_json() for k in self.kept],
+                "width": self.width.to_json(), "calibration": self.calibration.to_json()}
+
+    @classmethod
+    def from_json(cls, data: dict, decay: float) -> "SourceCosts":
+        costs = cls(decay)
+        costs.draft, costs.width = Decayed.from_json(data["draft"], decay), Decayed.from_json(data["width"], decay)
+        costs.kept = [Decayed.from_json(k, decay) for k in data["kept"]]
+        costs.calibration = Calibration.from_json(data["calibration"])
+        return costs
+
     def observe(self, drafted: int, accepted: int, pass_seconds: float | None) -> None:
         """drafted: positions tested; pass_seconds: the draft's seconds per pass (per token for a
         chain); None: acceptance only (the round's timing is not to be learned from)."""
@@ -159,6 +180,22 @@ class CostModel:
 
     def source(self, name: str) -> SourceCosts:
         return self.sources.setdefault(name, SourceCosts(self.decay))
+
+    def to_json(self) -> dict:
+        """What this model has learned, as plain JSON (persisted per pair and device by the callers)."""
+        return {"decay": self.decay, "verify": {str(n): d.to_json() for n, d in self.verify.items()},
+                "seen_widths": sorted(self.seen_widths), "overhead": self.overhead.to_json(),
+                "sources": {name: costs.to_json() for name, costs in self.sources.items()}}
+
+    def restore(self, data: dict) -> None:
+        """Take over what to_json saved: acceptance, draft costs and overhead. Pass times are taken
+        only for widths this model has not measured itself (its own warm-up table is fresher)."""
+        decay = self.decay
+        for width, value in data["verify"].items():
+            self.verify.setdefault(int(width), Decayed.from_json(value, decay))
+        self.seen_widths |= set(data["seen_widths"])
+        self.overhead = Decayed.from_json(data["overhead"], decay)
+        self.sources.update({name: SourceCosts.from_json(c, decay) for name, c in data["sources"].items()})
 
     def observe(self, round: RoundEvent, source: str) -> None:
         prefill = round.round == 0

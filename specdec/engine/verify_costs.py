@@ -54,6 +54,18 @@ class VerifyCosts:
         return {"widths": list(self.widths), "seconds": list(self.seconds), "context": self.context,
                 "steps": [self.steps(n) for n in self.widths]}
 
+    @classmethod
+    def from_json(cls, data: dict) -> "VerifyCosts":
+        return cls(tuple(data["widths"]), tuple(data["seconds"]), data["context"])
+
+    def agrees_with(self, other: "VerifyCosts", tolerance: float = 0.3) -> bool:
+        """Whether other looks measured on the same machine in the same state: a single step within
+        tolerance (relative), and every common width's cost in steps within tolerance too. A table
+        that disagrees means another machine, engine or load, whose learned costs do not carry over."""
+        common = sorted(set(self.widths) & set(other.widths))
+        close = lambda a, b: abs(a - b) <= tolerance * max(a, b)  # noqa: E731
+        return bool(common) and close(self.at(1), other.at(1)) and all(close(self.steps(n), other.steps(n)) for n in common)
+
 
 def measure_verify_costs(target: CachedModel, context_ids: list[int], widths: tuple[int, ...] = WIDTHS,
                          repeats: int = 1) -> VerifyCosts:

@@ -99,7 +99,7 @@ def load_model(
         model = quantize_int8(model)
         log(f"quantized {spec} to int8 (dynamic, CPU)")
     engine = apply_engine(model, engine or default_engine(device), device, dtype, spec, log, quantized=bool(quantize))
-    return Loaded(spec, model, tokenizer, device, dtype, engine)
+    return Loaded(spec, model, tokenizer, device, dtype, engine, quantize)
 
 
 def apply_engine(model: torch.nn.Module, engine: str, device: torch.device, dtype: torch.dtype, spec: str,
@@ -129,6 +129,20 @@ def apply_engine(model: torch.nn.Module, engine: str, device: torch.device, dtyp
     log(f"{spec}: engine fast, {packed} linear layers prepacked for oneDNN (+{extra / 1e9:.2f} GB) in "
         f"{time.perf_counter() - start:.1f}s; passes over up to {rows} tokens keep the default kernel")
     return "fast"
+
+
+def costs_file(target: Loaded, draft: Loaded | None = None) -> Path:
+    """Where a pair's learned costs persist (Pair.remember_costs): one JSON file per target, draft,
+    draft quantisation, device, dtype and engine, under the cache folder."""
+    import hashlib
+
+    from .offline import cache_dir
+
+    parts = [target.name, target.device, target.dtype, target.engine]
+    parts += [draft.name, draft.quantize, draft.engine] if draft is not None else ["no draft"]
+    digest = hashlib.sha1("|".join(map(str, parts)).encode()).hexdigest()[:16]
+    stem = "".join(ch if ch.isalnum() or ch in "-." else "-" for ch in Path(target.name).name)[:40]
+    return cache_dir() / "costs" / f"{stem}-{digest}.json"
 
 
 QUANTIZE = ("int8",)

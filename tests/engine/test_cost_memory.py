@@ -1,0 +1,96 @@
+"""The cost policy remembers across processes: a pair's cost models persist as versioned JSON, and a
+new pair starts from them only when its own verify-cost table says it is the same machine."""
+import json
+
+import pytest
+
+from conftest import loaded, perturbed, tiny_model, word_tokenizer
+from specdec.engine import pair as pair_module
+from specdec.engine.config import Sampling, Speculation
+from specdec.engine.pair import COSTS_VERSION, Pair, Request
+from specdec.engine.policy import CostModel, CostPolicy
+from specdec.engine.verify_costs import VerifyCosts
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+TABLE = VerifyCosts((1, 2, 3, 5, 9, 17, 33), (0.010, 0.011, 0.012, 0.013, 0.015, 0.02, 0.03), context=8)
+
+
+@pytest.fixture(scope="module")
+def models():
+    target = tiny_model("llama", seed=7)
+    return target, perturbed(target, 0.02), word_tokenizer(96)
+
+
+def new_pair(models, table=TABLE, monkeypatch=None):
+    target, draft, tokenizer = models
+    pair = Pair(loaded(target, tokenizer), loaded(draft, tokenizer, "draft"))
+    monkeypatch.setattr(pair_module, "measure_verify_costs", lambda lane, ids: table)
+    return pair
+
+
+REQUEST = Request("w5 w9 w14 w5 w9 w14 w22", max_new_tokens=24, raw=True, drafter="draft-model",
+                  spec=Speculation(k=4, policy="cost"), sampling=Sampling())
+
+
+def test_a_cost_model_survives_its_json():
+    policy = CostPolicy(16, CostModel())
+    policy.costs.seed_verify(TABLE)
+    for costs in (policy.costs,):
+        costs.source("draft-model").observe(4, 3, 0.002)
+        costs.source("draft-model").calibration.observe((0.9, 0.8, 0.95, 0.2), 3)
+    copy = CostModel()
+    copy.restore(json.loads(json.dumps(policy.costs.to_json())))
+    assert copy.to_json() == policy.costs.to_json()
+    assert CostPolicy(16, copy).choose(["draft-model"]) == policy.choose(["draft-model"])
+
+
+def test_a_new_pair_starts_from_what_the_last_one_learned(models, tmp_path, monkeypatch):
+    path = tmp_path / "costs.json"
+    first = new_pair(models, monkeypatch=monkeypatch)
+    first.remember_costs(path)
+    first.warm_up(REQUEST)
+    list(first.speculative(REQUEST))
+    saved = json.loads(path.read_text())
+    assert saved["version"] == COSTS_VERSION and saved["costs"]["True"]["sources"]["draft-model"]["kept"]
+    second = new_pair(models, monkeypatch=monkeypatch)
+    second.remember_costs(path)
+    second.warm_up(REQUEST)
+    fresh = new_pair(models, monkeypatch=monkeypatch)
+    fresh.warm_up(REQUEST)
+    assert sum(evidence(second)) > sum(evidence(fresh)) > 0
+    # No measuring round: the restored draft cost and the seeded table let it choose at once.
+    first_round = next(iter(second.speculative(REQUEST)))
+    assert "measuring" not in first_round.reason
+
+
+@pytest.mark.parametrize("spoil", ["another machine", "another version", "broken"])
+def test_costs_from_elsewhere_are_ignored(models, tmp_path, monkeypatch, spoil):
+    path = tmp_path / "costs.json"
+    first = new_pair(models, monkeypatch=monkeypatch)
+    first.remember_costs(path)
+    first.warm_up(REQUEST)
+    list(first.speculative(REQUEST))
+    table = TABLE
+    if spoil == "another machine":  # every pass three times slower: the same steps, another step
+        table = VerifyCosts(TABLE.widths, tuple(3 * s for s in TABLE.seconds), 8)
+    elif spoil == "another version":
+        path.write_text(json.dumps({**json.loads(path.read_text()), "version": COSTS_VERSION + 1}))
+    else:
+        path.write_text(path.read_text()[:40])
+    second, fresh = new_pair(models, table, monkeypatch), new_pair(models, table, monkeypatch)
+    second.remember_costs(path)
+    second.warm_up(REQUEST)
+    fresh.warm_up(REQUEST)
+    assert evidence(second) == evidence(fresh)  # only what its own warm-up showed it
+
+
+def evidence(pair):
+    """How many rounds' worth of acceptance the pair's greedy cost model holds, by position."""
+    return [round(kept.weight, 6) for kept in pair.costs[True].source("draft-model").kept]
+
+
+def test_verify_tables_agree_only_within_tolerance():
+    slower = VerifyCosts(TABLE.widths, tuple(1.1 * s for s in TABLE.seconds), 8)
+    bent = VerifyCosts(TABLE.widths, TABLE.seconds[:4] + (0.03, 0.04, 0.05), 8)
+    assert TABLE.agrees_with(slower) and not TABLE.agrees_with(bent)
+    assert VerifyCosts.from_json(TABLE.to_json()) == TABLE
