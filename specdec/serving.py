@@ -44,7 +44,7 @@ def serving_config(stats: dict, drafter: str, draft_model: str | None) -> dict:
                   "--speculative-num-draft-tokens", str(k + 1)]
     out["vllm"] = {"speculative_config": vllm, "flag": f"--speculative-config '{json.dumps(vllm)}'"}
     out["sglang"] = {"flags": sglang, "flag": " ".join(sglang)}
-    if drafter == "hybrid":
+    if drafter in ("hybrid", "mixed"):
         out["advice"] = ("neither server mixes prompt lookup with a draft model; this is the source that "
                          f"drafted most of this run's rounds ({stats.get('sources')})")
     return out
@@ -72,5 +72,5 @@ def _method(stats: dict, drafter: str) -> str | None:
     sources = stats.get("sources") or {}
     if not sources:
         return None
-    top = max(sources, key=sources.get)
-    return "ngram" if top == "prompt-lookup" else "draft_model"
+    top = max(sources, key=sources.get).partition(":")[0]  # a tree source "lookup-tree:16" served as its chain
+    return "ngram" if top in ("prompt-lookup", "lookup-tree") else "draft_model"

@@ -146,6 +146,15 @@ class CachedModel:
         self.ids, self.slots = self.ids + tail, slots
         return out.logits[0, -n:, : self.vocab_size]
 
+    @property
+    def takes_trees(self) -> bool:
+        """Whether verify_tree and extend_tree work on this model (see _check_tree)."""
+        try:
+            self._check_tree()
+        except UnsupportedModel:
+            return False
+        return True
+
     def _check_tree(self) -> None:
         """Trees need a mask the attention honours and a cache whose positions can be gathered."""
         impl = getattr(self.model.config, "_attn_implementation", None)

@@ -18,6 +18,7 @@ from .text import encode_prompt
 from .verdicts import numerical_tie
 from .verify_costs import VerifyCosts, measure_verify_costs
 
+AUTO_K_MAX = 32
 COSTS_VERSION = 1  # of the persisted cost models' JSON: a file of another version is ignored
 
 
@@ -67,9 +68,11 @@ class Pair:
         self.costs_file: Path | None = None  # where the cost models persist between processes (remember_costs)
 
     def auto(self, request: Request) -> Request:
-        """The best setup this pair has: the cost policy, with the hybrid drafter when there is a draft
-        model and prompt lookup when not (the policy falls back to plain decoding where neither pays)."""
-        spec = replace(request.spec, policy="cost", adaptive=False)
+        """The best setup this pair has: the cost policy with every source the pair has (the mixed
+        drafter; cross-tokenizer for a draft with another tokenizer), plain decoding where none pays."""
+        # k up to 32: the cost policy drafts that deep only where the verify table and the draft's
+        # confidence say it pays (confidence.py).
+        spec = replace(request.spec, policy="cost", adaptive=False, k_max=max(request.spec.k_max, AUTO_K_MAX))
         drafter = best_drafter(self.draft is not None, self.tokenizer_mismatch is None)
         return replace(request, drafter=drafter, spec=spec)
 

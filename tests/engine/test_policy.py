@@ -276,8 +276,8 @@ def test_pair_auto_picks_the_cost_policy_and_the_best_drafter(models):
     load = lambda m: loaded(m, tok)  # noqa: E731
     request = Request("w3 w8 w20 w3 w8", 24, spec=Speculation(k=3, adaptive=True), raw=True)
     with_draft, alone = Pair(load(target), load(draft)).auto(request), Pair(load(target)).auto(request)
-    assert (with_draft.drafter, with_draft.spec.policy, with_draft.spec.adaptive) == ("hybrid", "cost", False)
-    assert (alone.drafter, alone.spec.policy) == ("prompt-lookup", "cost")
+    assert (with_draft.drafter, with_draft.spec.policy, with_draft.spec.adaptive) == ("mixed", "cost", False)
+    assert (alone.drafter, alone.spec.policy) == ("mixed", "cost") and with_draft.spec.k_max == 32
     assert with_draft.spec.k == 3 and with_draft.max_new_tokens == 24
 
 

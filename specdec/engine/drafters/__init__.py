@@ -11,12 +11,13 @@ from .base import Draft, Drafter, check_draft_reads, fit_vocab
 from .cross import CrossTokenizerDrafter
 from .hybrid import HybridDrafter
 from .lookup import PromptLookupDrafter
+from .mixed import MixedDrafter
 from .model import ModelDrafter
 from .selfdraft import SelfDrafter
 from .tree_drafters import DraftTreeDrafter, LookupTreeDrafter
 
 __all__ = ["DRAFTERS", "NEEDS_DRAFT", "SAME_TOKENIZER", "TREE", "CrossTokenizerDrafter", "Draft", "Drafter",
-           "DraftTreeDrafter", "HybridDrafter", "LookupTreeDrafter", "ModelDrafter", "PromptLookupDrafter",
+           "DraftTreeDrafter", "HybridDrafter", "LookupTreeDrafter", "MixedDrafter", "ModelDrafter", "PromptLookupDrafter",
            "SelfDrafter", "best_drafter", "check_draft_reads", "fit_vocab", "make_drafter", "needs_draft_model"]
 
 
@@ -33,10 +34,12 @@ DRAFTERS: dict[str, str] = {
                   "target pass; depth k, --tree-budget nodes, --tree-branching children per node",
     "lookup-tree": "prompt lookup with every earlier match as a branch, common prefixes merged, verified in "
                    "one target pass",
+    "mixed": "every source the pair has (prompt lookup and its tree where the context repeats, the draft model "
+             "and its tree): the cost policy picks one each round by expected tokens per second",
 }
 # Drafters that read a draft model, and those of them that need it to share the target's tokenizer.
 NEEDS_DRAFT = frozenset({"draft-model", "hybrid", "cross-tokenizer", "draft-tree"})
-SAME_TOKENIZER = frozenset({"draft-model", "hybrid", "draft-tree"})
+SAME_TOKENIZER = frozenset({"draft-model", "hybrid", "draft-tree", "mixed"})
 # Drafters that propose trees: they need full-attention models with eager or sdpa attention.
 TREE = frozenset({"draft-tree", "lookup-tree"})
 
@@ -56,19 +59,30 @@ def make_drafter(name: str, draft_model: torch.nn.Module | None, target_vocab_si
                                                          target_vocab_size),
         "draft-tree": lambda: DraftTreeDrafter(_need(name, draft_model), target_vocab_size, tree),
         "lookup-tree": lambda: LookupTreeDrafter(tree),
+        "mixed": lambda: MixedDrafter(mixed_members(draft_model, target_vocab_size, confidence, target, tree)),
     }
     if name not in factories:
         raise ValueError(f"unknown drafter {name!r}; choose one of {sorted(factories)}")
     return factories[name]()
 
 
+def mixed_members(draft_model: torch.nn.Module | None, target_vocab_size: int, confidence: float,
+                  target: CachedModel | None, tree: TreeShape) -> list[Drafter]:
+    """The mixed drafter's members: lookup always, the draft model where there is one, and their
+    trees where both models take a tree mask (eager or sdpa attention, no sliding window)."""
+    trees = target is not None and target.takes_trees
+    members: list[Drafter] = [PromptLookupDrafter()] + ([LookupTreeDrafter(tree)] if trees else [])
+    if draft_model is not None:
+        members.append(ModelDrafter(draft_model, target_vocab_size, confidence))
+        if trees and CachedModel(draft_model).takes_trees:
+            members.append(DraftTreeDrafter(draft_model, target_vocab_size, tree))
+    return members
+
+
 def best_drafter(has_draft_model: bool, same_tokenizer: bool = True) -> str:
-    """auto's drafter: hybrid when there is a draft model with the target's tokenizer (the policy
-    weighs both sources), the cross-tokenizer drafter for a draft with another tokenizer, else prompt
-    lookup (and plain decoding wherever neither pays)."""
-    if not has_draft_model:
-        return "prompt-lookup"
-    return "hybrid" if same_tokenizer else "cross-tokenizer"
+    """auto's drafter: every source the pair has (mixed), the cost policy choosing each round; the
+    cross-tokenizer drafter for a draft with another tokenizer."""
+    return "mixed" if not has_draft_model or same_tokenizer else "cross-tokenizer"
 
 
 def needs_draft_model(name: str) -> bool:

@@ -1,0 +1,50 @@
+"""Every source a pair has, in one drafter: the cost policy picks one each round.
+
+Prompt lookup and its tree where the context repeats (they cost nothing and have a draft only there),
+the draft model and its tree where there is a draft model, and any other member (token recycling).
+Each member keeps its own state (a model member its own KV cache, which catches up in one pass on
+the tokens committed while another member drafted). The policy weighs each source by its own
+measured acceptance and cost (policy.py) and the drafted tokens are verified as any member's are,
+so the output is exact whichever drafts. Tree members offer only their configured budget: each
+source costs a measuring round before the policy trusts it, and the smaller budgets of a tree
+rarely beat its configured one and a chain together.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from ..config import Sampling
+from ..confidence import StopRule
+from .base import Draft, Drafter
+from .lookup import PromptLookupDrafter
+from .tree_drafters import LookupTreeDrafter
+
+
+class MixedDrafter:
+    name = "mixed"
+
+    def __init__(self, members: Sequence[Drafter]):
+        if not members:
+            raise ValueError("the mixed drafter needs at least one member")
+        self.members = list(members)
+        self.lookups = [m for m in self.members if isinstance(m, (PromptLookupDrafter, LookupTreeDrafter))]
+        self.matcher = next((m for m in self.members if isinstance(m, PromptLookupDrafter)), PromptLookupDrafter())
+
+    def reset(self) -> None:
+        for member in self.members:
+            member.reset()
+
+    def sources(self, ids: list[int]) -> tuple[str, ...]:
+        """Each member's first source; lookup members only where the last n-gram occurred before (with
+        nothing else to offer, prompt lookup, whose draft is then empty: a plain step)."""
+        has_match = self.matcher.match(ids) is not None
+        offered = tuple(m.sources(ids)[0] for m in self.members if has_match or m not in self.lookups)
+        return offered or (self.matcher.name,)
+
+    def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
+                source: str | None = None, stop: StopRule | None = None) -> Draft:
+        source = source or self.sources(ids)[0]
+        member = next(m for m in self.members if source in m.sources(ids))
+        return member.propose(ids, k, sampling, generator, source, **({"stop": stop} if stop is not None else {}))

@@ -1,0 +1,79 @@
+"""The mixed drafter (auto's): every source the pair has, one picked each round. Switching between
+chains and trees, models and lookups every round changes nothing that is generated."""
+import pytest
+import torch
+
+from chi_square import chi_square, critical, joint
+from conftest import perturbed, tiny_model
+from specdec.engine.config import Sampling, Speculation, TreeShape
+from specdec.engine.decoding import speculative_decode, standard_decode
+from specdec.engine.drafters import MixedDrafter, make_drafter
+from specdec.engine.kvcache import CachedModel
+from specdec.engine.policy import Choice
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+PROMPT = [5, 9, 14, 5, 9, 14, 22, 31, 5, 9, 14]
+
+
+class Cycling:
+    """Each round the next source in turn (and k from a cycle, 0 = a plain step): the extreme of
+    switching, chosen before the round's draws, as any policy must."""
+
+    name = "cycling"
+
+    def __init__(self, ks=(4, 2, 0, 3, 1)):
+        self.round, self.ks = 0, ks
+
+    def choose(self, sources):
+        self.round += 1
+        return Choice(self.ks[self.round % len(self.ks)], sources[self.round % len(sources)])
+
+    def observe(self, round, source):
+        pass
+
+
+def mixed(target, draft, lane):
+    return make_drafter("mixed", draft, target.vocab_size, target=lane, tree=TreeShape(8, 2))
+
+
+def test_mixed_offers_lookups_only_where_the_context_repeats(llama):
+    lane = CachedModel(llama)
+    drafter = mixed(llama, perturbed(llama, 0.02), lane)
+    assert isinstance(drafter, MixedDrafter)
+    assert drafter.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8", "draft-model", "draft-tree:8")
+    assert drafter.sources([5, 9, 14, 22]) == ("draft-model", "draft-tree:8")
+    alone = make_drafter("mixed", None, llama.vocab_size, target=lane)
+    assert alone.sources([5, 9, 14, 22]) == ("prompt-lookup",) and alone.sources(PROMPT) == ("prompt-lookup",
+                                                                                              "lookup-tree:8")
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_greedy_stays_exact_when_the_source_changes_every_round(arch):
+    target = tiny_model(arch, seed=7)
+    draft = perturbed(target, 0.03)
+    expected = [e.token for e in standard_decode(CachedModel(target), PROMPT, Sampling(), 48)]
+    lane = CachedModel(target)
+    rounds = list(speculative_decode(lane, mixed(target, draft, lane), PROMPT, Speculation(k=4), Sampling(), 48,
+                                     policy=Cycling()))
+    assert [t for r in rounds for t in r.tokens] == expected
+    assert {r.source for r in rounds} >= {"prompt-lookup", "lookup-tree:8", "draft-model", "draft-tree:8"}
+
+
+def test_sampling_stays_exact_when_the_source_changes_every_round():
+    vocab, runs, prompt = 8, 1500, [3, 5, 7, 3, 5, 6, 4, 3, 5]
+    sampling = Sampling(temperature=0.9, top_p=0.95)
+    target = tiny_model("llama", seed=21, vocab=vocab, hidden=32)
+    draft = perturbed(target, 0.5, seed=4)
+    lane = CachedModel(target)
+    drafter = mixed(target, draft, lane)
+    counts = torch.zeros(vocab, vocab)
+    for seed in range(runs):
+        s = Sampling(sampling.temperature, sampling.top_k, sampling.top_p, seed)
+        policy = Cycling(ks=(2, 1, 0, 2)[seed % 4:] + (2, 1, 0, 2)[: seed % 4])
+        tokens = [t for r in speculative_decode(lane, drafter, prompt, Speculation(k=2), s, 3, policy=policy)
+                  for t in r.tokens]
+        counts[tokens[0], tokens[1]] += 1
+    stat, dof = chi_square(counts, joint(target, sampling, prompt, vocab), runs)
+    assert stat < critical(dof), (stat, dof)
+    wrong, wrong_dof = chi_square(counts, joint(draft, sampling, prompt, vocab), runs)
+    assert wrong > critical(wrong_dof), "the test cannot tell the draft's distribution from the target's"
