@@ -42,7 +42,7 @@ def test_mixed_offers_lookups_only_where_the_context_repeats(llama):
     assert isinstance(drafter, MixedDrafter)
     assert drafter.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8", "draft-model", "draft-tree:8")
     assert drafter.sources([5, 9, 14, 22]) == ("draft-model", "draft-tree:8")
-    alone = make_drafter("mixed", None, llama.vocab_size, target=lane)
+    alone = make_drafter("mixed", None, llama.vocab_size, target=lane, tree=TreeShape(8, 2))
     assert alone.sources([5, 9, 14, 22]) == ("prompt-lookup",) and alone.sources(PROMPT) == ("prompt-lookup",
                                                                                               "lookup-tree:8")
 
