@@ -72,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--name", default=None, help="label for this setup in the report")
     g.add_argument("--device", default=None)
     g.add_argument("--dtype", default=None)
+    g.add_argument("--engine", default=None, choices=["fast", "eager"],
+                   help="CPU kernels for both models (default: fast on CPU); transformers' peers run on the same "
+                        "model objects, so run once per engine to compare a user's eager model with ours")
     g.add_argument("--trust-remote-code", action="store_true")
     g = p.add_argument_group("grid (overrides every plan of the preset)")
     g.add_argument("--drafters", type=csv(str), default=None, help="comma list (default: every registered drafter)")
@@ -131,18 +134,20 @@ def load_setup(setup: Setup, plans: list[Plan], args, log) -> Models:
     from ..engine.pair import Pair
     from ..models.loading import load_model
 
-    target = load_model(setup.target, args.device, args.dtype, args.trust_remote_code, log=log)
+    engine = getattr(args, "engine", None)
+    target = load_model(setup.target, args.device, args.dtype, args.trust_remote_code, log=log, engine=engine)
     wanted = {d for plan in plans if plan.setup == setup for d in runnable_drafters(plan)[0]}
     draft = None
     if setup.draft and any(needs_draft_model(d) for d in wanted):
         draft = load_model(setup.draft, target.device, target.dtype, args.trust_remote_code, log=log,
-                           quantize=setup.draft_quantize)
+                           quantize=setup.draft_quantize, engine=engine)
     return Models(Pair(target, draft), target, draft, layers_from(setup.draft_layers, target.model))
 
 
 def record_setup(results: dict, setup: Setup, models: Models, plans: list[Plan]) -> None:
     skipped = sorted({d for plan in plans if plan.setup == setup for d in runnable_drafters(plan)[1]})
     entry = {**dataclasses.asdict(setup), "dtype": str(models.target.dtype).replace("torch.", ""),
+             "engine": models.target.engine,
              "device": str(models.target.device), "skipped_drafters": skipped}
     results["meta"]["setups"] = [s for s in results["meta"]["setups"] if s["name"] != setup.name] + [entry]
 
