@@ -148,3 +148,17 @@ def test_fast_and_eager_logits_agree_on_smollm2():
         assert (a - b).abs().max() < 1e-4
         assert (a - c).abs().max() < 1e-5 * a.abs().max()
         assert torch.equal(a.argmax(-1), b.argmax(-1)) and torch.equal(a.argmax(-1), c.argmax(-1))
+
+
+def test_each_setup_remembers_its_costs_in_its_own_file(llama, monkeypatch, tmp_path):
+    from specdec.engine.loaded import Loaded
+
+    monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path))
+    cpu = torch.device("cpu")
+    target = Loaded("org/model", llama, None, cpu, torch.float32, "fast")
+    draft = Loaded("draft", llama, None, cpu, torch.float32, "eager", "int8")
+    files = {loading.costs_file(target), loading.costs_file(target, draft),
+             loading.costs_file(target, Loaded("draft", llama, None, cpu, torch.float32, "eager")),
+             loading.costs_file(Loaded("org/model", llama, None, cpu, torch.float32, "eager"), draft)}
+    assert len(files) == 4 and all(f.parent == tmp_path / "costs" and f.name.startswith("model-") for f in files)
+    assert loading.costs_file(target, draft) == loading.costs_file(target, draft)
