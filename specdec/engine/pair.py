@@ -9,7 +9,7 @@ from typing import Iterator
 
 from .config import Sampling, Speculation
 from .decoding import speculative_decode, standard_decode
-from .drafters import SAME_TOKENIZER, best_drafter, check_draft_reads, make_drafter
+from .drafters import NEEDS_DRAFT, SAME_TOKENIZER, TREE, best_drafter, check_draft_reads, make_drafter
 from .events import RoundEvent, TokenEvent
 from .kvcache import CachedModel, common_prefix, new_cache, output_width
 from .loaded import Loaded, TokenizerMismatch, check_tokenizers
@@ -60,8 +60,10 @@ class Pair:
         self._standard_lane = CachedModel(target.model, self.vocab_size)
         self._speculative_lane = CachedModel(target.model, self.vocab_size)
         # The cost policy's measurements outlive a run: they belong to this pair on this device.
-        # Greedy and sampled drafts are accepted at different rates, so each keeps its own.
-        self.costs = {True: CostModel(), False: CostModel()}
+        # Greedy and sampled drafts are accepted at different rates, and every setup that drafts
+        # differently (drafter, layers, tree shape) has its own evidence; all share the target's
+        # pass times (CostModel.sharing_passes). Keyed by setup_key.
+        self.costs: dict[str, CostModel] = {}
         # v(n), a target pass over n tokens on this device, measured once at the first warm-up: the
         # cost policy's prior (verify_costs.py), and what the app and the bench show.
         self.verify_costs: VerifyCosts | None = None
@@ -106,7 +108,7 @@ class Pair:
                                request.spec.confidence, target=self._speculative_lane, layers=request.draft_layers,
                                tokenizers=(self.tokenizer, draft.tokenizer if draft else None), tree=request.spec.tree)
         spec = request.spec
-        policy = make_policy(spec.policy, spec.k, spec.k_max, self.costs[request.sampling.greedy])
+        policy = make_policy(spec.policy, spec.k, spec.k_max, self.cost_model(request))
         rounds = speculative_decode(self._speculative_lane, drafter, ids, spec, request.sampling,
                                     request.max_new_tokens, self.eos_ids, policy)
         return self._saving_costs(rounds) if spec.policy == "cost" else rounds
@@ -114,6 +116,30 @@ class Pair:
     def _saving_costs(self, rounds: Iterator[RoundEvent]) -> Iterator[RoundEvent]:
         yield from rounds
         self.save_costs()  # a run that ended (not one abandoned midway) is worth remembering
+
+    def setup_key(self, request: Request) -> str:
+        """Everything that changes what a drafter's sources draft, and how often it is accepted: the
+        drafter, greedy or sampled, the self drafter's layers, the tree shape of drafters that grow
+        trees, and the draft model with its quantisation and engine."""
+        parts = [request.drafter, "greedy" if request.sampling.greedy else "sampled"]
+        if request.drafter == "self":
+            parts.append(f"layers={list(request.draft_layers) if request.draft_layers is not None else 'half'}")
+        if request.drafter in TREE or request.drafter == "mixed":
+            parts.append(f"tree={request.spec.tree.budget}x{request.spec.tree.branching}")
+        if request.drafter in NEEDS_DRAFT or request.drafter == "mixed":
+            draft = self.draft
+            parts.append(f"draft={draft.name}:{draft.quantize or draft.dtype}:{draft.engine}" if draft else "draft=none")
+        return "|".join(parts)
+
+    def cost_model(self, request: Request) -> CostModel:
+        """The setup's cost model, sharing the target's pass times with every other setup's."""
+        key = self.setup_key(request)
+        if key not in self.costs:
+            shared = next(iter(self.costs.values()), None)
+            self.costs[key] = shared.sharing_passes() if shared else CostModel()
+            if self.verify_costs is not None and shared is None:
+                self.costs[key].seed_verify(self.verify_costs)
+        return self.costs[key]
 
     def divergence(self, prompt_ids: list[int], standard_ids: list[int], speculative_ids: list[int]) -> dict | None:
         """Where two greedy lanes first differ, and whether the target itself could not tell the two
@@ -146,7 +172,7 @@ class Pair:
         """Time the target over each width (verify_costs.WIDTHS) and hand the table to the cost models."""
         self.verify_costs = measure_verify_costs(self._speculative_lane, context_ids)
         self.restore_costs()
-        for costs in self.costs.values():
+        for costs in self.costs.values():  # one shared table: seeding the first seeds all that share it
             costs.seed_verify(self.verify_costs)
         return self.verify_costs
 
@@ -170,8 +196,12 @@ class Pair:
         try:
             if not VerifyCosts.from_json(data["verify_costs"]).agrees_with(self.verify_costs):
                 return False
-            for greedy, costs in self.costs.items():
-                costs.restore(data["costs"][str(greedy)])
+            for key, saved in data["costs"].items():
+                model = self.costs.get(key)
+                if model is None:
+                    shared = next(iter(self.costs.values()), None)
+                    model = self.costs[key] = shared.sharing_passes() if shared else CostModel()
+                model.restore(saved)
         except (KeyError, TypeError, ValueError):
             return False
         return True
@@ -181,7 +211,7 @@ class Pair:
             return
         data = {"version": COSTS_VERSION, "target": self.target.name, "draft": self.draft.name if self.draft else None,
                 "verify_costs": self.verify_costs.to_json(),
-                "costs": {str(greedy): costs.to_json() for greedy, costs in self.costs.items()}}
+                "costs": {key: costs.to_json() for key, costs in self.costs.items()}}
         self.costs_file.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.costs_file.with_suffix(".tmp")
         temporary.write_text(json.dumps(data))

@@ -181,6 +181,13 @@ class CostModel:
     def source(self, name: str) -> SourceCosts:
         return self.sources.setdefault(name, SourceCosts(self.decay))
 
+    def sharing_passes(self) -> "CostModel":
+        """A cost model for another setup of the same pair: its own sources' evidence, this one's
+        target pass times and per-round overhead (the same target on the same device)."""
+        other = CostModel(self.decay, self.prior_alpha, self.prior_weight, self.caution)
+        other.verify, other.seen_widths, other.overhead = self.verify, self.seen_widths, self.overhead
+        return other
+
     def to_json(self) -> dict:
         """What this model has learned, as plain JSON (persisted per pair and device by the callers)."""
         return {"decay": self.decay, "verify": {str(n): d.to_json() for n, d in self.verify.items()},
@@ -194,7 +201,8 @@ class CostModel:
         for width, value in data["verify"].items():
             self.verify.setdefault(int(width), Decayed.from_json(value, decay))
         self.seen_widths |= set(data["seen_widths"])
-        self.overhead = Decayed.from_json(data["overhead"], decay)
+        saved = Decayed.from_json(data["overhead"], decay)  # in place: other setups share this object
+        self.overhead.weight, self.overhead.total = saved.weight, saved.total
         self.sources.update({name: SourceCosts.from_json(c, decay) for name, c in data["sources"].items()})
 
     def observe(self, round: RoundEvent, source: str) -> None:

@@ -51,7 +51,8 @@ def test_a_new_pair_starts_from_what_the_last_one_learned(models, tmp_path, monk
     first.warm_up(REQUEST)
     list(first.speculative(REQUEST))
     saved = json.loads(path.read_text())
-    assert saved["version"] == COSTS_VERSION and saved["costs"]["True"]["sources"]["draft-model"]["kept"]
+    key = first.setup_key(REQUEST)
+    assert saved["version"] == COSTS_VERSION and saved["costs"][key]["sources"]["draft-model"]["kept"]
     second = new_pair(models, monkeypatch=monkeypatch)
     second.remember_costs(path)
     second.warm_up(REQUEST)
@@ -86,7 +87,7 @@ def test_costs_from_elsewhere_are_ignored(models, tmp_path, monkeypatch, spoil):
 
 def evidence(pair):
     """How many rounds' worth of acceptance the pair's greedy cost model holds, by position."""
-    return [round(kept.weight, 6) for kept in pair.costs[True].source("draft-model").kept]
+    return [round(kept.weight, 6) for kept in pair.cost_model(REQUEST).source("draft-model").kept]
 
 
 def test_verify_tables_agree_only_within_tolerance():
@@ -94,3 +95,24 @@ def test_verify_tables_agree_only_within_tolerance():
     bent = VerifyCosts(TABLE.widths, TABLE.seconds[:4] + (0.03, 0.04, 0.05), 8)
     assert TABLE.agrees_with(slower) and not TABLE.agrees_with(bent)
     assert VerifyCosts.from_json(TABLE.to_json()) == TABLE
+
+
+def test_setups_that_draft_differently_keep_their_own_evidence(models, monkeypatch):
+    """Issue #24: a self run with other layers, or a tree with another shape, must not start from
+    another setup's acceptance; the target's pass times are one table for all."""
+    from dataclasses import replace
+
+    from specdec.engine.config import TreeShape
+
+    pair = new_pair(models, monkeypatch=monkeypatch)
+    pair.warm_up(REQUEST)
+    base = replace(REQUEST, drafter="self", draft_layers=(0,))
+    other_layers, sampled = replace(base, draft_layers=(1,)), replace(base, sampling=Sampling(temperature=1.0))
+    tree = replace(REQUEST, drafter="lookup-tree")
+    other_tree = replace(tree, spec=replace(tree.spec, tree=TreeShape(8, 2)))
+    keys = {pair.setup_key(r) for r in (REQUEST, base, other_layers, sampled, tree, other_tree)}
+    assert len(keys) == 6
+    list(pair.speculative(base))
+    assert pair.cost_model(base).source("self").kept and not pair.cost_model(other_layers).source("self").kept
+    assert pair.cost_model(other_layers).verify is pair.cost_model(base).verify
+    assert pair.cost_model(other_tree).pass_seconds(5) == pytest.approx(TABLE.at(5), rel=0.5)

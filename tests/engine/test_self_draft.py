@@ -145,3 +145,13 @@ def test_self_drafter_leaves_the_target_lane_exact_after_sampling():
     lane = CachedModel(model)
     list(speculative_decode(lane, SelfDrafter(lane), PROMPT, Speculation(k=3), Sampling(temperature=1.0, seed=2), 20))
     assert [e.token for e in standard_decode(CachedModel(model), PROMPT, Sampling(), 20)] == before
+
+
+def test_an_empty_layer_list_is_refused_not_taken_for_the_default():
+    """Issue #24: draft_layers=() used to become the first half silently; None is the default."""
+    from specdec.engine.drafters.selfdraft import SelfDrafter
+
+    lane = CachedModel(tiny_model("llama", seed=0, layers=4))
+    with pytest.raises(ValueError, match=r"needs at least one layer \(of the model's 4\)"):
+        SelfDrafter(lane, ())
+    assert SelfDrafter(lane, None).layers == (0, 1)

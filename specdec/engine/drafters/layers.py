@@ -44,7 +44,8 @@ def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
 def check_layers(layers: Sequence[int], n_layers: int) -> tuple[int, ...]:
     chosen = tuple(layers)
     if not chosen:
-        raise ValueError("self-speculation needs at least one layer")
+        raise ValueError(f"self-speculation needs at least one layer (of the model's {n_layers}); "
+                         "leave the layers unset for the default, the first half")
     if not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n_layers for i in chosen):
         raise ValueError(f"layers must be integers in [0, {n_layers - 1}] (the model has {n_layers}), "
                          f"got {_brief(chosen)}")

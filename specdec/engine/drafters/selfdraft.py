@@ -34,7 +34,8 @@ class SelfDrafter:
 
     def __init__(self, target: CachedModel, layers: Sequence[int] | None = None, confidence: float = 0.0):
         n_layers = len(decoder_layers(target.model))
-        self.layers = check_layers(layers or first_layers(n_layers), n_layers)
+        # None is the default (the first half); an empty list is a mistake, refused by check_layers.
+        self.layers = check_layers(first_layers(n_layers) if layers is None else layers, n_layers)
         self.model = ModelDrafter(layer_view(target.model, self.layers), target.vocab_size, confidence)
         self.target = target
         self.borrows = self.layers == tuple(range(len(self.layers))) and _plain(self.model.draft)
