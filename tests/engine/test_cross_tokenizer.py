@@ -165,3 +165,66 @@ def joint_moved(draft, drafter, prompt, sampling):
         back = [d for d in range(len(token_map.to_target)) if int(token_map.to_target[d]) == y]
         rows.append(first[y] * step(context + back[:1]) if back else torch.zeros(VOCAB, dtype=torch.float64))
     return torch.stack(rows) + 1e-12
+
+
+# --- issue #24: work that grew with the context or with every request ------------------------------
+
+
+def test_the_token_map_is_built_once_per_pair_of_tokenizers(monkeypatch):
+    from specdec.engine.drafters import vocab
+
+    target_tok, draft_tok = vocabularies(96, 60, 20)
+    target = tiny_model("llama", seed=0)
+    pair = cross_pair(translated(target, target_tok, draft_tok), target, target_tok, draft_tok)
+    built = []
+    monkeypatch.setattr(vocab, "TokenMap", lambda *a: built.append(a) or TokenMap(*a))
+    request = Request("w5 w6 w7", 8, Sampling(), Speculation(k=2), "cross-tokenizer", raw=True)
+    for _ in range(3):
+        list(pair.speculative(request))
+    assert len(built) <= 1  # one build (none if an earlier test of this pair of tokenizers built it)
+    maps = {id(vocab.token_map(target_tok, draft_tok, 96, len(draft_tok))) for _ in range(2)}
+    assert len(maps) == 1
+
+
+def test_the_decoder_scheme_is_read_off_the_backend_not_its_json(monkeypatch):
+    from specdec.engine.drafters import vocab
+
+    tokenizer = word_tokenizer(20)
+    backend = type(tokenizer.backend_tokenizer)
+    monkeypatch.setattr(backend, "to_str", lambda *a, **k: pytest.fail("serialised the whole tokenizer"), raising=False)
+    assert vocab._scheme(tokenizer) == "plain" and vocab.token_keys(tokenizer)[5] == ("text", b"w2")
+
+
+@pytest.mark.parametrize("context", [200, 2000])
+def test_per_round_re_tokenizing_does_not_grow_with_the_context(context, monkeypatch):
+    """The committed text is re-tokenized for the draft incrementally: the characters encoded and
+    decoded per round are the same at 200 and at 2,000 tokens of context; the draft's ids are those
+    a full re-encode gives."""
+    target_tok, draft_tok = vocabularies(96, 93, 0)
+    drafter = CrossTokenizerDrafter(tiny_model("llama", seed=0), target_tok, draft_tok, 96)
+    ids = [3 + (i * 7) % 90 for i in range(context)]
+    drafter._context(ids)  # the first round reads everything
+    work = []
+    for method in ("_encode_draft", "_decode_draft", "_decode_target"):
+        original = getattr(drafter, method)
+        monkeypatch.setattr(drafter, method, lambda x, original=original: work.append(len(x)) or original(x))
+    for round_ in range(5):
+        ids = ids + [3 + (round_ * 11 + j) % 90 for j in range(3)]
+        assert drafter._context(ids) == draft_tok.encode(target_tok.decode(ids), add_special_tokens=False)
+    assert sum(work) / 5 < 200  # bounded by the lookbehind and the 3 new tokens, never the context
+
+
+def test_a_draft_stopping_inside_a_word_holds_that_word_back():
+    """' don' of ' done': the target spells the whole word as one token, so offering its first piece
+    would be rejected there; a finished word is offered, and so is a lone piece."""
+    from specdec.engine.drafters.cross import LAST_WORD
+
+    target_tok = word_tokenizer(0, SPECIALS + ["a", "don", "done", "xyz"])
+    draft_tok = word_tokenizer(0, SPECIALS + ["a", "don", "e", "xyz"])
+    drafter = CrossTokenizerDrafter(tiny_model("llama", seed=0, vocab=7), target_tok, draft_tok, 7)
+    assert drafter.map.extends("don") and not drafter.map.extends("done") and not drafter.map.extends("xyz")
+    assert LAST_WORD.search(" it is don").group() == " don"
+    a, don, xyz = (draft_tok.convert_tokens_to_ids(w) for w in ("a", "don", "xyz"))
+    assert drafter._offered_text([], [a, don]).strip() == "a"
+    assert drafter._offered_text([], [a, xyz]).strip() == "a xyz"
+    assert drafter._offered_text([], [don]).strip() == "don"

@@ -19,16 +19,19 @@ that token was drawn from. Standard rejection sampling then keeps the target's d
 """
 from __future__ import annotations
 
+import re
+
 import torch
 
 from ..config import Sampling
 from ..kvcache import CachedModel, common_prefix, output_width
 from ..sampling import probs_from_logits, sample_from, uniforms
 from .base import Draft
-from .vocab import TokenMap
+from .vocab import token_map
 
 LOOKBEHIND = 4  # committed target tokens re-encoded with the new text to place the boundary
 REPLACEMENT = "\ufffd"  # what decoding half a UTF-8 character gives
+LAST_WORD = re.compile(r"\s?\w+$")  # the text's last word, with the space before it if any
 
 
 class CrossTokenizerDrafter:
@@ -38,17 +41,22 @@ class CrossTokenizerDrafter:
         # Padded embedding rows past the draft's tokenizer are no token: never proposed, never decoded.
         self.draft = CachedModel(model, min(len(draft_tokenizer), output_width(model)))
         self.target_tokenizer, self.draft_tokenizer = target_tokenizer, draft_tokenizer
-        self.map = TokenMap(target_tokenizer, draft_tokenizer, target_vocab_size, self.draft.vocab_size)
+        self.map = token_map(target_tokenizer, draft_tokenizer, target_vocab_size, self.draft.vocab_size)
+        self.reset()
 
     def reset(self) -> None:
         self.draft.reset()
+        # The committed text in the draft's ids, for the committed target ids it was read from: each
+        # round re-tokenizes only what is new plus a bounded tail (see _context).
+        self._read_target: list[int] = []
+        self._read_draft: list[int] = []
 
     def sources(self, ids: list[int]) -> tuple[str, ...]:
         return (self.name,)
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None) -> Draft:
-        context = self._encode_draft(self._decode_target(ids))
+        context = self._context(ids)
         if not context:
             return Draft([], None)
         catch_up = len(context) - common_prefix(self.draft.ids, context)
@@ -56,14 +64,51 @@ class CrossTokenizerDrafter:
             return self._greedy(ids, context, k, catch_up)
         return self._sampled(context, k, sampling, generator, catch_up)
 
+    def _context(self, ids: list[int]) -> list[int]:
+        """The committed text in the draft's ids, O(new tokens) per round rather than O(context).
+
+        The text of the target ids read last round is extended by what the new ids add (decoded with
+        LOOKBEHIND ids before them, so a token that completes a character or a word decodes as it
+        would in place), and the draft's last LOOKBEHIND ids are re-encoded together with it: a
+        boundary the new text moves (it completes the draft's last token) lands where a full encode
+        puts it. The result is kept only if it starts with all but the last of those ids, the same
+        self-check as _target_continuation's; otherwise, or when the ids do not extend what was read,
+        the whole text is encoded again."""
+        read = len(self._read_target)
+        if read > LOOKBEHIND and ids[:read] == self._read_target and len(self._read_draft) > LOOKBEHIND:
+            before = self._decode_target(ids[read - LOOKBEHIND : read])
+            after = self._decode_target(ids[read - LOOKBEHIND :])
+            tail = self._read_draft[-LOOKBEHIND:]
+            if after.startswith(before) and not before.endswith(REPLACEMENT):
+                joined = self._encode_draft(self._decode_draft(tail) + after[len(before):])
+                if joined[: LOOKBEHIND - 1] == tail[:-1]:
+                    self._read_target, self._read_draft = list(ids), self._read_draft[:-LOOKBEHIND] + joined
+                    return list(self._read_draft)
+        self._read_target, self._read_draft = list(ids), self._encode_draft(self._decode_target(ids))
+        return list(self._read_draft)
+
     def _greedy(self, ids: list[int], context: list[int], k: int, catch_up: int) -> Draft:
         written: list[int] = []
         for _ in range(k):
             written.append(int(self.draft.logits(context + written, 1)[0].argmax()))
-        tail = context[-LOOKBEHIND:]
-        text = self._decode_draft(tail + written)[len(self._decode_draft(tail)):]
-        text = text.split(REPLACEMENT, 1)[0]  # a half-written character is no text yet
+        text = self._offered_text(context[-LOOKBEHIND:], written)
         return Draft(self._target_continuation(ids, text)[:k], None, catch_up=catch_up)
+
+    def _offered_text(self, tail: list[int], written: list[int]) -> str:
+        """The draft's new text, less its last word when the draft may have stopped inside it: a word
+        the target spells as one longer token (' done', where the draft's text ends at ' don') would
+        be rejected there. Held back only when the target has such a token, and never when it is
+        all the draft wrote."""
+        text = self._written_text(tail, written)
+        word = LAST_WORD.search(text)
+        # Tokenizers that keep the space in the token (' done') and those that split on it ('done').
+        if len(written) > 1 and word and any(map(self.map.extends, {word.group(), word.group().lstrip()})):
+            return self._written_text(tail, written[:-1]) or text
+        return text
+
+    def _written_text(self, tail: list[int], written: list[int]) -> str:
+        text = self._decode_draft(tail + written)[len(self._decode_draft(tail)):]
+        return text.split(REPLACEMENT, 1)[0]  # a half-written character is no text yet
 
     def _sampled(self, context: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                  catch_up: int) -> Draft:

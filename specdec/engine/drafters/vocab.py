@@ -9,8 +9,9 @@ draft's "<|im_end|>" maps to the target's control token, never to the text "<|im
 """
 from __future__ import annotations
 
-import json
+import bisect
 import re
+import weakref
 from functools import lru_cache
 
 import torch
@@ -32,39 +33,66 @@ def _byte_level_decoder() -> dict[str, int]:
 
 
 def _scheme(tokenizer) -> str:
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    decoder = json.dumps(json.loads(backend.to_str()).get("decoder")) if backend is not None else ""
-    if "ByteLevel" in decoder:
+    """How the tokenizer spells bytes, read off its backend's decoder object (its own JSON only, a
+    few hundred bytes; never the whole tokenizer's, which is megabytes for a 150k vocabulary)."""
+    decoder = getattr(getattr(tokenizer, "backend_tokenizer", None), "decoder", None)
+    state = decoder.__getstate__().decode() if decoder is not None else ""
+    if "ByteLevel" in state:
         return "byte-level"
-    if "ByteFallback" in decoder or "Metaspace" in decoder or "\\u2581" in decoder:
+    if "ByteFallback" in state or "Metaspace" in state or "\\u2581" in state or "\u2581" in state:
         return "sentencepiece"
     return "plain"
 
 
+@lru_cache(maxsize=1)
+def _byte_level_tables() -> tuple[dict[int, str], dict[int, None]]:
+    """str.translate tables: each byte-level character to the latin-1 character of its byte, and
+    each to nothing (a piece that translates to "" under the second is all byte-level characters)."""
+    byte_of = _byte_level_decoder()
+    return {ord(c): chr(b) for c, b in byte_of.items()}, {ord(c): None for c in byte_of}
+
+
 def token_keys(tokenizer) -> dict[int, tuple[str, bytes | str]]:
-    """id -> ("added", content) for added tokens, ("text", bytes) for the others (None if unreadable)."""
+    """id -> ("added", content) for added tokens, ("text", bytes) for the others (None if unreadable).
+    Byte-level pieces go through str.translate (C speed): a 151k vocabulary in well under a second."""
     added = {i: t.content for i, t in getattr(tokenizer, "added_tokens_decoder", {}).items()}
-    scheme, byte_of = _scheme(tokenizer), _byte_level_decoder()
+    scheme = _scheme(tokenizer)
+    to_bytes, alphabet = _byte_level_tables()
     keys: dict[int, tuple[str, bytes | str]] = {}
     for piece, i in tokenizer.get_vocab().items():
         if i in added:
             keys[i] = ("added", added[i])
-            continue
-        raw = _bytes(piece, scheme, byte_of)
-        if raw is not None:
-            keys[i] = ("text", raw)
+        elif scheme == "byte-level":
+            if not piece.translate(alphabet):  # every character is a byte's
+                keys[i] = ("text", piece.translate(to_bytes).encode("latin-1"))
+        else:
+            keys[i] = ("text", _bytes(piece, scheme))
     return keys
 
 
-def _bytes(piece: str, scheme: str, byte_of: dict[str, int]) -> bytes | None:
+def _bytes(piece: str, scheme: str, byte_of: dict[str, int] | None = None) -> bytes | None:
+    """One piece's bytes (None: a byte-level piece with a character that is no byte's)."""
     if scheme == "byte-level":
-        if not all(c in byte_of for c in piece):
-            return None
-        return bytes(byte_of[c] for c in piece)
+        byte_of = byte_of or _byte_level_decoder()
+        return bytes(byte_of[c] for c in piece) if all(c in byte_of for c in piece) else None
     if scheme == "sentencepiece":
         match = _BYTE_PIECE.fullmatch(piece)
         return bytes([int(match[1], 16)]) if match else piece.replace("\u2581", " ").encode()
     return piece.encode()
+
+
+_MAPS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def token_map(target_tokenizer, draft_tokenizer, target_vocab_size: int, draft_vocab_size: int) -> "TokenMap":
+    """The TokenMap of two tokenizers, built once per pair of tokenizer objects and sizes and kept
+    while the target tokenizer lives: every request of a pair, and a compare's warm-up, reuse it."""
+    per_target = _MAPS.setdefault(target_tokenizer, weakref.WeakKeyDictionary())
+    per_draft = per_target.setdefault(draft_tokenizer, {})
+    key = (target_vocab_size, draft_vocab_size)
+    if key not in per_draft:
+        per_draft[key] = TokenMap(target_tokenizer, draft_tokenizer, target_vocab_size, draft_vocab_size)
+    return per_draft[key]
 
 
 class TokenMap:
@@ -72,7 +100,10 @@ class TokenMap:
 
     def __init__(self, target_tokenizer, draft_tokenizer, target_vocab_size: int, draft_vocab_size: int):
         target_ids = {}
-        for i, key in token_keys(target_tokenizer).items():
+        target_keys = token_keys(target_tokenizer)
+        # The target's spellings, sorted, to ask whether a word could go on as one longer token.
+        self.target_texts = sorted(key[1] for key in target_keys.values() if key[0] == "text")
+        for i, key in target_keys.items():
             if i < target_vocab_size:
                 target_ids.setdefault(key, i)
         to_target = torch.full((draft_vocab_size,), -1, dtype=torch.long)
@@ -88,6 +119,18 @@ class TokenMap:
     @property
     def size(self) -> int:
         return int(self.shared.sum())
+
+    def extends(self, word: str) -> bool:
+        """Whether the target has a token that spells word and goes on with a letter or digit: a
+        word the draft stopped at may then be the start of a longer one the target writes whole."""
+        prefix = word.encode()
+        i = bisect.bisect_right(self.target_texts, prefix)
+        while i < len(self.target_texts) and self.target_texts[i].startswith(prefix):
+            rest = self.target_texts[i][len(prefix):]
+            if rest[:1].isalnum() or rest[:1] >= b"\x80":
+                return True
+            i += 1
+        return False
 
     def restrict(self, draft_logits: torch.Tensor) -> torch.Tensor:
         """Draft logits with every token outside the intersection at -inf: the draft can then only
