@@ -76,6 +76,8 @@ def speculative_decode(
     policy = policy or make_policy(spec.policy, spec.k, spec.k_max)
     target.reset()
     drafter.reset()
+    # A drafter that learns from the target's passes (token recycling) is shown each pass's logits.
+    observe = getattr(drafter, "observe", None)
     ids, produced, round_index = list(prompt_ids), 0, 0
     while True:
         start = clock.now()  # choosing is part of the lane's cost, so it is timed too
@@ -96,6 +98,9 @@ def speculative_decode(
             path, token = _verify_tree(logits, draft.tree, sampling, generator)
             verdict, p = Verdict(len(path), token), None
         verified_at = clock.now()
+        if observe is not None:  # the rows the pass read: the last committed token, then the draft's
+            observe([ids[-1]] + list(draft.tokens), logits)
+        recycled = clock.now() - verified_at  # the drafter's work, so counted as drafting
         # instrumentation, measured but off the clock; per-position acceptance is a chain's notion
         alpha = _acceptance(logits, p, draft) if draft.tree is None else ()
 
@@ -111,7 +116,7 @@ def speculative_decode(
             accepted=verdict.accepted,
             tokens=tuple(tokens),
             fates=tuple(fates),
-            draft_seconds=drafted_at - start,
+            draft_seconds=drafted_at - start + recycled,
             verify_seconds=verified_at - drafted_at,
             alpha=alpha,
             finished=finished,

@@ -9,7 +9,8 @@ from typing import Iterator
 
 from .config import Sampling, Speculation
 from .decoding import speculative_decode, standard_decode
-from .drafters import NEEDS_DRAFT, SAME_TOKENIZER, TREE, best_drafter, check_draft_reads, make_drafter
+from .drafters import NEEDS_DRAFT, SAME_TOKENIZER, TREE, AdjacencyTable, best_drafter, check_draft_reads, \
+    make_drafter
 from .events import RoundEvent, TokenEvent
 from .kvcache import CachedModel, common_prefix, new_cache, output_width
 from .loaded import Loaded, TokenizerMismatch, check_tokenizers
@@ -68,6 +69,9 @@ class Pair:
         # cost policy's prior (verify_costs.py), and what the app and the bench show.
         self.verify_costs: VerifyCosts | None = None
         self.costs_file: Path | None = None  # where the cost models persist between processes (remember_costs)
+        # Token recycling's table of the target's next-token candidates: the pair's, so it warms up
+        # over every request (drafters/recycling.py); made on first use.
+        self._recycling_table: AdjacencyTable | None = None
 
     def auto(self, request: Request) -> Request:
         """The best setup this pair has: the cost policy with every source the pair has (the mixed
@@ -106,7 +110,8 @@ class Pair:
         draft = self.draft
         drafter = make_drafter(request.drafter, draft.model if draft else None, self._speculative_lane.vocab_size,
                                request.spec.confidence, target=self._speculative_lane, layers=request.draft_layers,
-                               tokenizers=(self.tokenizer, draft.tokenizer if draft else None), tree=request.spec.tree)
+                               tokenizers=(self.tokenizer, draft.tokenizer if draft else None), tree=request.spec.tree,
+                               recycled=self.recycling_table() if request.drafter in ("recycling", "mixed") else None)
         spec = request.spec
         policy = make_policy(spec.policy, spec.k, spec.k_max, self.cost_model(request))
         rounds = speculative_decode(self._speculative_lane, drafter, ids, spec, request.sampling,
@@ -116,6 +121,11 @@ class Pair:
     def _saving_costs(self, rounds: Iterator[RoundEvent]) -> Iterator[RoundEvent]:
         yield from rounds
         self.save_costs()  # a run that ended (not one abandoned midway) is worth remembering
+
+    def recycling_table(self) -> AdjacencyTable:
+        if self._recycling_table is None:
+            self._recycling_table = AdjacencyTable(self.vocab_size, self._speculative_lane.device)
+        return self._recycling_table
 
     def setup_key(self, request: Request) -> str:
         """Everything that changes what a drafter's sources draft, and how often it is accepted: the

@@ -21,6 +21,9 @@ class Preset:
 PRESETS: tuple[Preset, ...] = (
     Preset("SmolLM2-135M · prompt lookup (offline, default)", "embedded", "", "prompt-lookup",
            "embedded SmolLM2-135M-Instruct from PyPI; no draft model needed"),
+    Preset("SmolLM2 · token recycling (no draft model)", "embedded", "", "recycling",
+           "embedded SmolLM2-135M-Instruct drafting a tree from its own earlier next-token guesses (a table "
+           "kept from every pass, warmer with every question); no draft model"),
     Preset("SmolLM2-135M · self-speculation (offline)", "embedded", "", "self",
            "embedded SmolLM2-135M-Instruct drafting for itself from its first layers (set them in "
            "Self-draft layers); no draft model, no extra weights"),

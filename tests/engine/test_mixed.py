@@ -21,7 +21,7 @@ class Cycling:
 
     name = "cycling"
 
-    def __init__(self, ks=(4, 2, 0, 3, 1)):
+    def __init__(self, ks=(4, 2, 0, 3, 1, 2)):  # 6 ks against 5 sources: every pairing comes up
         self.round, self.ks = 0, ks
 
     def choose(self, sources):
@@ -40,11 +40,11 @@ def test_mixed_offers_lookups_only_where_the_context_repeats(llama):
     lane = CachedModel(llama)
     drafter = mixed(llama, perturbed(llama, 0.02), lane)
     assert isinstance(drafter, MixedDrafter)
-    assert drafter.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8", "draft-model", "draft-tree:8")
-    assert drafter.sources([5, 9, 14, 22]) == ("draft-model", "draft-tree:8")
+    assert drafter.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8", "recycling:8", "draft-model", "draft-tree:8")
+    assert drafter.sources([5, 9, 14, 22]) == ("recycling:8", "draft-model", "draft-tree:8")
     alone = make_drafter("mixed", None, llama.vocab_size, target=lane, tree=TreeShape(8, 2))
-    assert alone.sources([5, 9, 14, 22]) == ("prompt-lookup",) and alone.sources(PROMPT) == ("prompt-lookup",
-                                                                                              "lookup-tree:8")
+    assert alone.sources([5, 9, 14, 22]) == ("recycling:8",)
+    assert alone.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8", "recycling:8")
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
@@ -56,7 +56,8 @@ def test_greedy_stays_exact_when_the_source_changes_every_round(arch):
     rounds = list(speculative_decode(lane, mixed(target, draft, lane), PROMPT, Speculation(k=4), Sampling(), 48,
                                      policy=Cycling()))
     assert [t for r in rounds for t in r.tokens] == expected
-    assert {r.source for r in rounds} >= {"prompt-lookup", "lookup-tree:8", "draft-model", "draft-tree:8"}
+    assert {r.source for r in rounds} >= {"prompt-lookup", "lookup-tree:8", "recycling:8", "draft-model",
+                                          "draft-tree:8"}
 
 
 def test_sampling_stays_exact_when_the_source_changes_every_round():

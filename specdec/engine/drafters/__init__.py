@@ -12,12 +12,13 @@ from .cross import CrossTokenizerDrafter
 from .hybrid import HybridDrafter
 from .lookup import PromptLookupDrafter
 from .mixed import MixedDrafter
+from .recycling import AdjacencyTable, RecyclingDrafter
 from .model import ModelDrafter
 from .selfdraft import SelfDrafter
 from .tree_drafters import DraftTreeDrafter, LookupTreeDrafter
 
 __all__ = ["DRAFTERS", "NEEDS_DRAFT", "SAME_TOKENIZER", "TREE", "CrossTokenizerDrafter", "Draft", "Drafter",
-           "DraftTreeDrafter", "HybridDrafter", "LookupTreeDrafter", "MixedDrafter", "ModelDrafter", "PromptLookupDrafter",
+           "DraftTreeDrafter", "HybridDrafter", "AdjacencyTable", "LookupTreeDrafter", "MixedDrafter", "ModelDrafter", "RecyclingDrafter", "PromptLookupDrafter",
            "SelfDrafter", "best_drafter", "check_draft_reads", "fit_vocab", "make_drafter", "needs_draft_model"]
 
 
@@ -34,22 +35,25 @@ DRAFTERS: dict[str, str] = {
                   "target pass; depth k, --tree-budget nodes, --tree-branching children per node",
     "lookup-tree": "prompt lookup with every earlier match as a branch, common prefixes merged, verified in "
                    "one target pass",
-    "mixed": "every source the pair has (prompt lookup and its tree where the context repeats, the draft model "
-             "and its tree): the cost policy picks one each round by expected tokens per second",
+    "recycling": "token recycling: no draft model; a table of the target's own top next tokens after each token, "
+                 "kept from every pass, grows a tree from the last token, verified in one target pass",
+    "mixed": "every source the pair has (prompt lookup and its tree where the context repeats, token recycling, "
+             "the draft model and its tree): the cost policy picks one each round by expected tokens per second",
 }
 # Drafters that read a draft model, and those of them that need it to share the target's tokenizer.
 NEEDS_DRAFT = frozenset({"draft-model", "hybrid", "cross-tokenizer", "draft-tree"})
 SAME_TOKENIZER = frozenset({"draft-model", "hybrid", "draft-tree", "mixed"})
 # Drafters that propose trees: they need full-attention models with eager or sdpa attention.
-TREE = frozenset({"draft-tree", "lookup-tree"})
+TREE = frozenset({"draft-tree", "lookup-tree", "recycling"})
 
 
 def make_drafter(name: str, draft_model: torch.nn.Module | None, target_vocab_size: int,
                  confidence: float = 0.0, *, target: CachedModel | None = None,
                  layers: Sequence[int] | None = None, tokenizers: tuple[object, object] | None = None,
-                 tree: TreeShape = TreeShape()) -> Drafter:
+                 tree: TreeShape = TreeShape(), recycled: AdjacencyTable | None = None) -> Drafter:
     """target (the speculative lane) is what self-speculation drafts from; tokenizers (target's,
-    draft's) are what the cross-tokenizer drafter translates between; tree shapes the tree drafters."""
+    draft's) are what the cross-tokenizer drafter translates between; tree shapes the tree drafters;
+    recycled is the pair's token-recycling table (a fresh one when not given)."""
     factories: dict[str, Callable[[], Drafter]] = {
         "draft-model": lambda: ModelDrafter(_need(name, draft_model), target_vocab_size, confidence),
         "prompt-lookup": PromptLookupDrafter,
@@ -59,7 +63,9 @@ def make_drafter(name: str, draft_model: torch.nn.Module | None, target_vocab_si
                                                          target_vocab_size),
         "draft-tree": lambda: DraftTreeDrafter(_need(name, draft_model), target_vocab_size, tree),
         "lookup-tree": lambda: LookupTreeDrafter(tree),
-        "mixed": lambda: MixedDrafter(mixed_members(draft_model, target_vocab_size, confidence, target, tree)),
+        "recycling": lambda: RecyclingDrafter(recycled or AdjacencyTable(target_vocab_size), tree),
+        "mixed": lambda: MixedDrafter(mixed_members(draft_model, target_vocab_size, confidence, target, tree,
+                                                    recycled)),
     }
     if name not in factories:
         raise ValueError(f"unknown drafter {name!r}; choose one of {sorted(factories)}")
@@ -67,11 +73,13 @@ def make_drafter(name: str, draft_model: torch.nn.Module | None, target_vocab_si
 
 
 def mixed_members(draft_model: torch.nn.Module | None, target_vocab_size: int, confidence: float,
-                  target: CachedModel | None, tree: TreeShape) -> list[Drafter]:
-    """The mixed drafter's members: lookup always, the draft model where there is one, and their
-    trees where both models take a tree mask (eager or sdpa attention, no sliding window)."""
+                  target: CachedModel | None, tree: TreeShape, recycled: AdjacencyTable | None = None) -> list[Drafter]:
+    """The mixed drafter's members: lookup always, the draft model where there is one, their trees
+    and token recycling where the models take a tree mask (eager or sdpa attention, no sliding window)."""
     trees = target is not None and target.takes_trees
     members: list[Drafter] = [PromptLookupDrafter()] + ([LookupTreeDrafter(tree)] if trees else [])
+    if trees:
+        members.append(RecyclingDrafter(recycled or AdjacencyTable(target_vocab_size), tree))
     if draft_model is not None:
         members.append(ModelDrafter(draft_model, target_vocab_size, confidence))
         if trees and CachedModel(draft_model).takes_trees:

@@ -43,6 +43,11 @@ class MixedDrafter:
         offered = tuple(m.sources(ids)[0] for m in self.members if has_match or m not in self.lookups)
         return offered or (self.matcher.name,)
 
+    def observe(self, fed: list[int], logits: torch.Tensor) -> None:
+        for member in self.members:
+            if hasattr(member, "observe"):
+                member.observe(fed, logits)
+
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None, stop: StopRule | None = None) -> Draft:
         source = source or self.sources(ids)[0]

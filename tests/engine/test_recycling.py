@@ -1,0 +1,94 @@
+"""Token recycling (drafters/recycling.py): the table holds the target's own top next tokens, the
+tree follows it breadth first, and neither the table's state nor the tree's shape ever changes what
+is generated, greedy or sampled."""
+import pytest
+import torch
+
+from chi_square import chi_square, critical, joint
+from conftest import loaded, tiny_model, word_tokenizer
+from specdec.engine.config import Sampling, Speculation, TreeShape
+from specdec.engine.decoding import speculative_decode, standard_decode
+from specdec.engine.drafters import AdjacencyTable, RecyclingDrafter, make_drafter
+from specdec.engine.kvcache import CachedModel
+from specdec.engine.pair import Pair, Request
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def test_the_table_keeps_the_top_candidates_after_each_token_read():
+    table = AdjacencyTable(10, width=3)
+    logits = torch.tensor([[0, 9, 8, 7, 0, 0, 0, 0, 0, 0.0],   # after token 4: 1, 2, 3
+                           [5, 0, 0, 0, 0, 0, 0, 0, 6, 7.0]])  # after token 6: 9, 8, 0
+    table.update([4, 6], logits)
+    assert table.rows[4].tolist() == [1, 2, 3] and table.rows[6].tolist() == [9, 8, 0]
+    assert table.rows[0].tolist() == [-1, -1, -1] and table.filled == 2
+    assert table.children(6, 2) == [9, 8] and table.children(0, 2) == []
+    table.update([4], logits[1:])  # the latest pass wins
+    assert table.rows[4].tolist() == [9, 8, 0]
+
+
+def test_the_tree_grows_breadth_first_from_the_last_token_within_budget_and_depth():
+    table = AdjacencyTable(10, width=3)
+    for token in range(10):
+        table.rows[token] = torch.tensor([(token + 1) % 10, (token + 2) % 10, (token + 3) % 10])
+    drafter = RecyclingDrafter(table, TreeShape(budget=6, branching=2))
+    tokens, parents = drafter.grow(root=0, depth=3, budget=6)
+    assert tokens == [1, 2, 2, 3, 3, 4] and parents == [-1, -1, 0, 0, 1, 1]
+    assert drafter.grow(root=0, depth=1, budget=6) == ([1, 2], [-1, -1])
+    draft = drafter.propose([5, 0], 3, Sampling(), None, "recycling:4")
+    assert draft.tree is not None and len(draft.tokens) == 4  # a smaller budget from the policy
+    with pytest.raises(ValueError, match="branching must be at most 3"):
+        RecyclingDrafter(table, TreeShape(8, 4))
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+@pytest.mark.parametrize("shape", [TreeShape(4, 1), TreeShape(8, 2), TreeShape(16, 4), TreeShape(24, 8)])
+def test_greedy_recycling_equals_standard_decoding(arch, shape):
+    """200 tokens, EOS inside a path at times: the standard lane's tokens, whatever the table."""
+    target = tiny_model(arch, seed=7)
+    prompt = [5, 9, 14, 5, 9, 14, 22, 31, 5, 9]
+    for eos in ((), (17,)):
+        expected = [e.token for e in standard_decode(CachedModel(target), prompt, Sampling(), 200, eos)]
+        drafter = make_drafter("recycling", None, target.vocab_size, tree=shape)
+        rounds = list(speculative_decode(CachedModel(target), drafter, prompt, Speculation(k=6), Sampling(), 200, eos))
+        assert [t for r in rounds for t in r.tokens] == expected
+        assert sum(r.accepted for r in rounds) > 0 and drafter.table.filled > 0
+
+
+def test_a_warm_table_changes_speed_not_output():
+    """One request cold, others, the first again: the same greedy tokens, drafted from a table the
+    other requests filled (more accepted), and the standard lane never touched it."""
+    tokenizer = word_tokenizer(96)
+    pair = Pair(loaded(tiny_model("llama", seed=11), tokenizer))
+    request = Request("w5 w9 w14 w22 w31", 64, raw=True, drafter="recycling", spec=Speculation(k=4))
+    standard = [e.token for e in pair.standard(request)]
+    assert pair.recycling_table().filled == 0  # the standard lane feeds nothing
+    cold = list(pair.speculative(request))
+    for other in ("w7 w3 w40 w41", "w60 w5 w9 w8"):
+        list(pair.speculative(Request(other, 64, raw=True, drafter="recycling", spec=Speculation(k=4))))
+    warm = list(pair.speculative(request))
+    assert [t for r in cold for t in r.tokens] == [t for r in warm for t in r.tokens] == standard
+    assert sum(r.accepted for r in warm) > sum(r.accepted for r in cold)
+
+
+@pytest.mark.parametrize("sampling", [Sampling(temperature=1.0), Sampling(temperature=0.8, top_k=5, top_p=0.9)])
+def test_sampled_recycling_keeps_the_target_distribution(sampling):
+    vocab, runs, prompt = 8, 1500, [3, 5, 7, 3, 5, 6, 4, 3, 5]
+    target = tiny_model("llama", seed=21, vocab=vocab, hidden=32)
+    lane = CachedModel(target)
+    drafter = make_drafter("recycling", None, vocab, tree=TreeShape(6, 2))
+    counts, accepted = torch.zeros(vocab, vocab), 0
+    for seed in range(runs):
+        s = Sampling(sampling.temperature, sampling.top_k, sampling.top_p, seed)
+        rounds = list(speculative_decode(lane, drafter, prompt, Speculation(k=2), s, 3))
+        tokens = [t for r in rounds for t in r.tokens]
+        counts[tokens[0], tokens[1]] += 1
+        accepted += sum(r.accepted for r in rounds)
+    assert accepted > runs // 10  # the table's candidates were tried and kept often
+    stat, dof = chi_square(counts, joint(target, sampling, prompt, vocab), runs)
+    assert stat < critical(dof), (stat, dof)
+    # Power: the same counts against a distribution one token's mass away from the target's.
+    wrong = joint(target, sampling, prompt, vocab)
+    wrong = torch.roll(wrong, 1, dims=1)
+    stat_wrong, dof_wrong = chi_square(counts, wrong, runs)
+    assert stat_wrong > critical(dof_wrong), "the test cannot tell a wrong distribution from the target's"
