@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -40,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen = sub.add_parser("generate", help="standard then speculative decoding of one prompt, with statistics")
     add_model_args(gen)
     gen.add_argument("--prompt", required=True)
+    gen.add_argument("--turn", action="append", default=[],
+                     help="a follow-up user turn, asked after the standard lane's answer to the turns before "
+                          "(both lanes read that history); repeat for more turns")
     gen.add_argument("--k", type=int, default=4,
                      help="tokens drafted per round; where the heuristic starts (the cost policy picks its own)")
     gen.add_argument("--policy", default=None, choices=list(POLICIES),
@@ -136,6 +140,13 @@ def generate(args) -> None:
         draft_layers=layers_from(args.draft_layers, pair.target.model),
     )
     result = compare(pair, request, warm_up=not args.no_warmup)
+    follow_ups, history = [], ()
+    for turn in args.turn:  # the conversation goes on from the standard lane's answer (spec_bench.py)
+        history = history + ((request.prompt, (follow_ups[-1] if follow_ups else result)["standard"]["text"]),)
+        request = dataclasses.replace(request, prompt=turn, history=history)
+        follow_ups.append(compare(pair, request, warm_up=False))
+    if follow_ups:
+        result["follow_ups"] = follow_ups
     result["serving"] = serving_config(result["stats"], drafter, args.draft)
     result["engine"] = {"target": pair.target.engine, "draft": pair.draft.engine if pair.draft else None}
     result["verify_costs"] = pair.verify_costs.to_json() if pair.verify_costs else None
@@ -154,6 +165,8 @@ def generate(args) -> None:
     if "identical" in s:
         print(f"identical {s['identical']}" + divergence_note(s.get("divergence")))
     print(s["verdict"])
+    for number, follow_up in enumerate(result.get("follow_ups", []), 2):
+        print(f"--- turn {number}: {follow_up['stats']['verdict']}\n{follow_up['standard']['text']}\n")
     serving = serving_config(s, drafter, args.draft)
     if serving["vllm"]:
         print(f"serve it: vLLM {serving['vllm']['flag']}\n          SGLang {serving['sglang']['flag']}\n"

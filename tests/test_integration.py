@@ -69,11 +69,15 @@ def test_detokenizer_pieces_rebuild_the_text(embedded):
 def test_cli_generate_json():
     out = subprocess.run(
         [sys.executable, "-m", "specdec", "generate", "--target", "embedded", "--drafter", "prompt-lookup",
-         "--prompt", PROMPTS[1], "--k", "4", "--max-new-tokens", "24", "--seed", "0", "--json"],
+         "--prompt", PROMPTS[1], "--k", "4", "--max-new-tokens", "24", "--seed", "0", "--json",
+         "--turn", "Now the same list in reverse order."],
         capture_output=True, text=True, timeout=300, check=True,
     )
     result = json.loads(out.stdout)
-    assert set(result) == {"standard", "speculative", "stats", "serving"}
+    assert set(result) == {"standard", "speculative", "stats", "serving", "engine", "verify_costs", "follow_ups"}
+    assert result["engine"]["target"] in ("fast", "eager") and result["verify_costs"]["widths"][:3] == [1, 2, 3]
+    (second,) = result["follow_ups"]  # asked after the standard lane's first answer, by both lanes
+    assert second["stats"]["identical"] is True and second["standard"]["token_ids"]
     for lane in ("standard", "speculative"):
         assert {"token_ids", "text", "seconds", "tokens_per_s"} <= set(result[lane])
     assert result["speculative"]["rounds"] and {"drafted", "accepted"} <= set(result["speculative"]["rounds"][0])

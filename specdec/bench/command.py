@@ -27,6 +27,7 @@ from .figures import write_figures
 from .grid import SCHEDULES, Plan, Setup, expand, load_suite, needs_draft_model, runnable_drafters, setups_of
 from .lanes import Models, busiest, jobs_for, run_repeat, warm_up
 from .meters import OtherLoad, machine
+from . import spec_bench, spec_bench_run
 from .grid_presets import auto_plans, full_plans, quick_plans
 from .report import report
 from .medians import summarize_cell
@@ -84,7 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--max-new-tokens", type=int, default=None)
     g.add_argument("--repeats", type=int, default=None)
     g.add_argument("--prompts", type=csv(str), default=None, help="comma list of prompt ids")
-    g.add_argument("--per-category", type=int, default=None, help="first n prompts of each category")
+    g.add_argument("--per-category", type=int, default=None,
+                   help="first n prompts of each category (a Spec-Bench file: n drawn with --sample-seed)")
+    g.add_argument("--sample-seed", type=int, default=0, help="the seed of a Spec-Bench file's sample")
     return p
 
 
@@ -248,6 +251,8 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     results_path = out / "results.json"
     report_path = Path(args.report) if args.report else out / "report.md"
+    if args.suite and spec_bench.is_spec_bench(args.suite):  # Spec-Bench's format: its own run and table
+        return spec_bench_run.main(args, lambda: spec_bench_pair(args, log), log)
     results = load_results(results_path, args.fresh)
     if not args.report_only:
         _quiet_transformers()
@@ -276,6 +281,22 @@ def main(argv: list[str] | None = None) -> None:
     else:
         results["meta"]["results_path"] = str(results_path)  # the report links to where the file is now
     write_outputs(results, results_path, report_path, args, log)
+
+
+def spec_bench_pair(args, log):
+    """The pair a Spec-Bench run measures: --target (default the embedded SmolLM2) and --draft."""
+    from ..engine.pair import Pair
+    from ..models.loading import costs_file, load_model
+
+    target = load_model(args.target or "embedded", args.device, args.dtype, args.trust_remote_code, log=log,
+                        engine=args.engine)
+    draft = None
+    if args.draft:
+        draft = load_model(args.draft, target.device, target.dtype, args.trust_remote_code, log=log,
+                           quantize=args.draft_quantize, engine=args.engine)
+    pair = Pair(target, draft)
+    pair.remember_costs(costs_file(target, draft))
+    return pair
 
 
 def _now() -> str:

@@ -32,6 +32,9 @@ class Request:
     drafter: str = "draft-model"
     raw: bool = False
     draft_layers: tuple[int, ...] | None = None  # the self drafter's layers (None: the target's first half)
+    # Earlier turns of a conversation, (user, assistant) pairs oldest first: prompt is the next user
+    # turn. Both lanes read the same history; see specdec.bench.spec_bench for whose answers go in it.
+    history: tuple[tuple[str, str], ...] = ()
 
 
 class Pair:
@@ -83,7 +86,7 @@ class Pair:
         return replace(request, drafter=drafter, spec=spec)
 
     def prompt_ids(self, request: Request) -> list[int]:
-        ids = encode_prompt(self.tokenizer, request.prompt, raw=request.raw)
+        ids = encode_prompt(self.tokenizer, request.prompt, raw=request.raw, history=request.history)
         if not ids:
             raise ValueError("the prompt is empty")
         self.check_context(len(ids), request)

@@ -2,11 +2,16 @@
 from __future__ import annotations
 
 
-def encode_prompt(tokenizer, prompt: str, raw: bool = False) -> list[int]:
-    """Token ids of the prompt; by default wrapped in the model's chat template as one user turn."""
+def encode_prompt(tokenizer, prompt: str, raw: bool = False, history: tuple[tuple[str, str], ...] = ()) -> list[int]:
+    """Token ids of the prompt; by default wrapped in the model's chat template as one user turn,
+    after the earlier turns of the conversation (history: (user, assistant) pairs, oldest first).
+    Raw, a conversation is its turns' text joined by blank lines."""
     if raw or not getattr(tokenizer, "chat_template", None):
-        return tokenizer(prompt, add_special_tokens=True)["input_ids"]
-    messages = [{"role": "user", "content": prompt}]
+        text = "\n\n".join([part for turn in history for part in turn] + [prompt])
+        return tokenizer(text, add_special_tokens=True)["input_ids"]
+    messages = [{"role": role, "content": content} for user, assistant in history
+                for role, content in (("user", user), ("assistant", assistant))]
+    messages.append({"role": "user", "content": prompt})
     ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
     if hasattr(ids, "keys"):  # transformers 5 returns a BatchEncoding
         ids = ids["input_ids"]

@@ -1,0 +1,153 @@
+"""Running a Spec-Bench-format question file (spec_bench.py): every method answers every turn of every
+sampled question after our standard decoding has, one lane at a time, and the leaderboard table is
+written from the answers."""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..engine.config import Sampling, Speculation
+from ..engine.pair import Pair, Request
+from ..engine.timing import Clock
+from . import spec_bench
+from .meters import Forwards, machine
+
+
+@dataclass(frozen=True)
+class Method:
+    label: str
+    drafter: str = ""  # "" with policy "auto": Pair.auto's choice
+    policy: str = "fixed"
+    peer: bool = False  # transformers' assisted generation with its real defaults
+
+
+def methods(has_draft: bool, k: int) -> list[Method]:
+    """Ours at k (fixed) for each drafter family the pair can run, auto, and transformers' assisted
+    generation with its real defaults when there is a draft model."""
+    mine = [Method(f"prompt lookup (k={k})", "prompt-lookup"), Method(f"lookup-tree (k={k})", "lookup-tree"),
+            Method(f"token recycling (k={k})", "recycling")]
+    if has_draft:
+        mine += [Method(f"draft model (k={k})", "draft-model"), Method("hybrid (cost policy)", "hybrid", "cost"),
+                 Method(f"draft-tree (k={k})", "draft-tree")]
+    mine.append(Method("auto", policy="auto"))
+    return mine + ([Method("transformers assisted (defaults)", peer=True)] if has_draft else [])
+
+
+def request_for(method: Method, pair: Pair, base: Request) -> Request:
+    if method.policy == "auto":
+        return pair.auto(base)
+    return replace(base, drafter=method.drafter, spec=replace(base.spec, policy=method.policy))
+
+
+def timed_turn(pair: Pair, method: Method | None, request: Request) -> tuple[dict, list[int]]:
+    """One lane over one turn: new tokens, wall seconds, tokens per target pass; and the tokens."""
+    clock, ids = Clock(pair.target.device), pair.prompt_ids(request)
+    if method is not None and method.peer:
+        return _peer_turn(pair, request, ids, clock)
+    start = clock.now()
+    if method is None:
+        tokens, passes = [e.token for e in pair.standard(request, ids)], None
+    else:
+        rounds = list(pair.speculative(request_for(method, pair, request), ids))
+        tokens, passes = [t for r in rounds for t in r.tokens], [len(r.tokens) for r in rounds]
+    seconds = clock.now() - start
+    return {"new_tokens": len(tokens), "seconds": seconds, "accept_lengths": passes}, tokens
+
+
+def _peer_turn(pair: Pair, request: Request, ids: list[int], clock: Clock) -> tuple[dict, list[int]]:
+    import torch
+    from transformers import GenerationConfig
+
+    draft = pair.draft.model
+    defaults = GenerationConfig()  # restored before every call: the run writes its k back into them
+    for name in ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold"):
+        setattr(draft.generation_config, name, getattr(defaults, name))
+    inputs = torch.tensor([ids], device=pair.target.device)
+    forwards = Forwards(pair.target.model)
+    start = clock.now()
+    out = pair.target.model.generate(inputs, attention_mask=torch.ones_like(inputs), assistant_model=draft,
+                                     max_new_tokens=request.max_new_tokens, do_sample=False,
+                                     eos_token_id=pair.eos_ids, pad_token_id=pair.eos_ids[0])
+    seconds = clock.now() - start
+    passes = forwards.close()["target_forwards"]
+    tokens = out[0, len(ids):].tolist()
+    return {"new_tokens": len(tokens), "seconds": seconds, "accept_lengths": [len(tokens) / max(passes, 1)]}, tokens
+
+
+def answer_question(pair: Pair, question: spec_bench.Question, lanes: list[Method], base: Request) -> list[dict]:
+    """Every lane answers each turn; the history each next turn is asked after is the standard lane's."""
+    answers: dict[str, list[dict]] = {spec_bench.BASELINE: [], **{m.label: [] for m in lanes}}
+    history: tuple[tuple[str, str], ...] = ()
+    identical: dict[str, bool] = {}
+    for turn in question.turns:
+        request = replace(base, prompt=turn, history=history)
+        run, standard = timed_turn(pair, None, request)
+        answers[spec_bench.BASELINE].append(run)
+        for method in lanes:
+            run, tokens = timed_turn(pair, method, request)
+            answers[method.label].append(run)
+            identical.setdefault(method.label, True)
+            identical[method.label] &= tokens == standard or not request.sampling.greedy
+        history = history + ((turn, pair.tokenizer.decode(standard, skip_special_tokens=True)),)
+    return [{"question_id": question.id, "category": question.category, "method": label, "turns": turns,
+             "identical": identical.get(label, True)} for label, turns in answers.items()]
+
+
+def run(args, pair: Pair, log) -> dict:
+    questions = spec_bench.sample(spec_bench.read_questions(args.suite), args.per_category, args.sample_seed)
+    greedy = not args.temperatures or args.temperatures[0] == 0
+    sampling = Sampling() if greedy else Sampling(temperature=args.temperatures[0], top_p=0.9)
+    base = Request("", args.max_new_tokens or 128, sampling, Speculation(k=4))
+    lanes = methods(pair.draft is not None and pair.tokenizer_mismatch is None, 4)
+    for method in lanes:  # one-time costs (kernels, the verify-cost table) off the clock
+        if not method.peer:
+            pair.warm_up(request_for(method, pair, replace(base, prompt=questions[0].turns[0])))
+    answers = []
+    for number, question in enumerate(questions, 1):
+        log(f"[{number}/{len(questions)}] {question.id} ({question.category}, {len(question.turns)} turns)")
+        answers += answer_question(pair, question, lanes, base)
+    return {"meta": meta(args, pair, questions, sampling), "answers": answers}
+
+
+def meta(args, pair: Pair, questions: list[spec_bench.Question], sampling: Sampling) -> dict:
+    per_task = {task: sum(q.task == task for q in questions) for task in spec_bench.TASKS}
+    return {"machine": machine(), "suite": str(args.suite), "per_category": args.per_category,
+            "sample_seed": args.sample_seed, "questions": len(questions), "per_task": per_task,
+            "max_new_tokens": args.max_new_tokens or 128, "temperature": sampling.temperature,
+            "target": pair.target.name, "draft": pair.draft.name if pair.draft else None,
+            "draft_quantize": pair.draft.quantize if pair.draft else None, "dtype": str(pair.target.dtype),
+            "engine": pair.target.engine, "device": str(pair.target.device)}
+
+
+def caption(meta: dict) -> str:
+    pair = meta["target"] + (f" + {meta['draft']}" + (f" ({meta['draft_quantize']})" if meta["draft_quantize"] else "")
+                             if meta["draft"] else " (no draft model)")
+    sizes = ", ".join(f"{task} {n}" for task, n in meta["per_task"].items())
+    return (f"**Spec-Bench-style leaderboard.** {pair}; {meta['device']}, {meta['dtype']}, engine {meta['engine']}; "
+            f"{meta['machine']['cpu']}, {meta['machine']['cores']} cores; temperature {meta['temperature']}; "
+            f"{meta['max_new_tokens']} new tokens a turn; {meta['questions']} questions from {meta['suite']} "
+            f"({sizes}; {meta['per_category']} per category, seed {meta['sample_seed']}). Speedup over our standard "
+            "decoding as Spec-Bench's evaluation/speed.py computes it.")
+
+
+def report(results: dict) -> str:
+    rows = spec_bench.leaderboard(results["answers"])
+    different = sorted({a["method"] for a in results["answers"] if not a.get("identical", True)})
+    note = f"\n\nGreedy answers that differed from standard decoding: {', '.join(different)}." if different else ""
+    return spec_bench.table(rows, caption(results["meta"])) + note
+
+
+def main(args, pair_loader, log=lambda m: print(m, file=sys.stderr)) -> None:
+    out = Path(args.out)
+    path = out / "spec_bench.json"
+    if args.report_only:
+        results = json.loads(path.read_text())
+    else:
+        results = run(args, pair_loader(), log)
+        out.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(results, indent=1))
+    text = report(results)
+    Path(args.report or out / "spec_bench.md").write_text(text + "\n")
+    print(text)

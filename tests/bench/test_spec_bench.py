@@ -1,0 +1,94 @@
+"""Spec-Bench in the bench: its format and tasks, the leaderboard's arithmetic on answers whose result
+is known, and a two-turn conversation answered identically by every greedy lane."""
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import loaded, perturbed, tiny_model, word_tokenizer
+from specdec.bench import spec_bench, spec_bench_run
+from specdec.engine.config import Sampling, Speculation
+from specdec.engine.pair import Pair, Request
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def test_the_sample_is_in_spec_benchs_format_with_every_task():
+    assert spec_bench.is_spec_bench(spec_bench.SAMPLE)
+    questions = spec_bench.read_questions(spec_bench.SAMPLE)
+    assert {q.task for q in questions} == set(spec_bench.TASKS)
+    assert all(len(q.turns) == 2 for q in questions if q.task == "Multi-turn Conversation")
+    assert {q.category for q in questions if q.task == "Multi-turn Conversation"} == set(spec_bench.MT_BENCH)
+
+
+def test_categories_map_onto_the_six_tasks_as_spec_bench_does():
+    assert spec_bench.task_of("roleplay") == spec_bench.task_of("coding") == "Multi-turn Conversation"
+    assert spec_bench.task_of("qa") == "Question Answering" and spec_bench.task_of("rag") == "Retrieval-augmented Generation"
+    assert spec_bench.task_of("math_reasoning") == "Mathematical Reasoning" and spec_bench.task_of("math") != "Mathematical Reasoning"
+
+
+def test_the_projects_own_format_is_not_taken_for_spec_benchs(tmp_path):
+    own = tmp_path / "own.jsonl"
+    own.write_text(json.dumps({"id": "a", "category": "code", "prompt": "x"}) + "\n")
+    assert not spec_bench.is_spec_bench(own)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"question_id": 1, "category": "qa", "turns": []}) + "\n")
+    with pytest.raises(ValueError, match="bad.jsonl:1: .*non-empty list of non-empty turns"):
+        spec_bench.read_questions(bad)
+
+
+def test_a_sample_is_drawn_per_category_with_a_seed_not_the_first_n():
+    questions = [spec_bench.Question(f"{c}-{i}", c, ("t",)) for c in ("qa", "rag") for i in range(20)]
+    first = spec_bench.sample(questions, 3, seed=1)
+    assert first == spec_bench.sample(questions, 3, seed=1) != spec_bench.sample(questions, 3, seed=2)
+    assert [q.category for q in first] == ["qa"] * 3 + ["rag"] * 3
+    assert [q.id for q in first[:3]] != ["qa-0", "qa-1", "qa-2"]
+    assert spec_bench.sample(questions, None) == questions
+
+
+def answer(qid, category, method, tokens, seconds, passes=None):
+    return {"question_id": qid, "category": category, "method": method,
+            "turns": [{"new_tokens": tokens, "seconds": seconds, "accept_lengths": passes}]}
+
+
+def test_the_leaderboard_arithmetic_is_speed_py_s():
+    """Baseline 10 tok/s on q1 and 20 on q2 (both qa), 5 on q3 (writing). Method: 20, 20, 10 tok/s.
+    QA: mean(20, 20) / mean(10, 20) = 20 / 15; conversation 10 / 5 = 2; overall mean(20, 20, 10) /
+    mean(10, 20, 5) = (50/3) / (35/3) = 50/35; mean accepted tokens over every pass: (1+3+2+2)/4."""
+    answers = [answer("q1", "qa", "standard", 10, 1.0), answer("q2", "qa", "standard", 40, 2.0),
+               answer("q3", "writing", "standard", 5, 1.0),
+               answer("q1", "qa", "m", 20, 1.0, [1, 3]), answer("q2", "qa", "m", 40, 2.0, [2]),
+               answer("q3", "writing", "m", 10, 1.0, [2])]
+    base, method = spec_bench.leaderboard(answers)
+    assert base.method == "standard" and base.speedups["Overall"] == pytest.approx(1.0) and base.mean_accepted == 1.0
+    assert method.speedups["Question Answering"] == pytest.approx(20 / 15)
+    assert method.speedups["Multi-turn Conversation"] == pytest.approx(2.0)
+    assert method.speedups["Overall"] == pytest.approx(50 / 35) and method.speedups["Translation"] is None
+    assert method.mean_accepted == pytest.approx(2.0) and method.ratios == pytest.approx((2.0, 1.0, 2.0))
+    text = spec_bench.table([base, method], "caption")
+    assert "| m | 2.00x | – | – | 1.33x | – | – | 2.00 | **1.43x** | 2.00x (1.00–2.00) |" in text
+
+
+def test_two_turn_conversations_are_answered_identically_by_every_greedy_lane():
+    tokenizer = word_tokenizer(96)
+    target = tiny_model("llama", seed=7)
+    pair = Pair(loaded(target, tokenizer), loaded(perturbed(target, 0.03), tokenizer, "draft"))
+    question = spec_bench.Question("c1", "coding", ("w5 w9 w14 w5 w9", "w22 w31 w5"))
+    base = Request("", 24, Sampling(), Speculation(k=4), raw=True)
+    lanes = [m for m in spec_bench_run.methods(True, 4) if not m.peer]
+    answers = spec_bench_run.answer_question(pair, question, lanes, base)
+    assert {a["method"] for a in answers} == {"standard", *(m.label for m in lanes)}
+    assert all(a["identical"] and len(a["turns"]) == 2 for a in answers)
+    second = Request("w22 w31 w5", 24, raw=True, history=(("w5 w9 w14 w5 w9", "earlier answer"),))
+    assert pair.prompt_ids(second)[: len(pair.prompt_ids(Request("w5 w9 w14 w5 w9", 24, raw=True)))] == \
+        pair.prompt_ids(Request("w5 w9 w14 w5 w9", 24, raw=True))  # the history comes first
+
+
+def test_the_report_states_its_setup(tmp_path):
+    results = {"meta": {"target": "t", "draft": None, "draft_quantize": None, "device": "cpu", "dtype": "float32",
+                        "engine": "fast", "machine": {"cpu": "a CPU", "cores": 2}, "temperature": 0.0,
+                        "max_new_tokens": 64, "questions": 1, "suite": "s.jsonl", "per_task": {"Translation": 1},
+                        "per_category": 2, "sample_seed": 0},
+               "answers": [answer("q", "translation", "standard", 4, 1.0), answer("q", "translation", "x", 4, 0.5, [2])]}
+    text = spec_bench_run.report(results)
+    assert "t (no draft model); cpu, float32, engine fast" in text and "64 new tokens" in text and "not a like-for-like" in text
