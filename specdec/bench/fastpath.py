@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -138,6 +139,16 @@ def measure_pair(target_spec: str, draft_spec: str, quantize: str | None, engine
             "other_load_cores": other.cores(), **memory()}
 
 
+def merge(base: dict, rerun: dict) -> dict:
+    """base with rerun's rows in place of the rows they measure again; rerun's bandwidth kept beside."""
+    model_key = lambda r: (r["model"], r["engine"])  # noqa: E731
+    pair_key = lambda r: (r["target"], r["draft"], r["draft_quantize"], r["engine"])  # noqa: E731
+    models = {model_key(r): r for r in base["models"]} | {model_key(r): r for r in rerun["models"]}
+    pairs = {pair_key(r): r for r in base["pairs"]} | {pair_key(r): r for r in rerun["pairs"]}
+    return {**base, "models": list(models.values()), "pairs": list(pairs.values()),
+            "rerun_bandwidth_gb_s": rerun["bandwidth_gb_s"]}
+
+
 def child(args: list[str]) -> dict:
     """Run one measurement in a fresh interpreter and return its JSON."""
     command = [sys.executable, "-m", "specdec.bench.fastpath", *args]
@@ -174,6 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--suite", default=None)
     parser.add_argument("--out", default=None, help="JSON file for the results")
     parser.add_argument("--report", nargs="+", default=None, help="print the Markdown report of these results")
+    parser.add_argument("--notes", default=None, help="Markdown appended to the report: its analysis")
+    parser.add_argument("--merge", nargs=2, metavar=("BASE", "RERUN"), default=None,
+                        help="write BASE with the rows RERUN measured again (same model and engine, or same pair "
+                             "and engine) replaced, to --out: for re-measuring rows a busy machine spoiled")
     parser.add_argument("--one-model", nargs=2, metavar=("MODEL", "ENGINE"), help=argparse.SUPPRESS)
     parser.add_argument("--one-pair", nargs=4, metavar=("TARGET", "DRAFT", "QUANT", "ENGINE"), help=argparse.SUPPRESS)
     return parser
@@ -182,10 +197,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     torch.set_num_threads(args.threads)
-    if args.report:
+    if args.merge:
+        merged = merge(*(json.loads(open(path).read()) for path in args.merge))
+        Path(args.out).write_text(json.dumps(merged, indent=1))
+    elif args.report:
         from .fastpath_report import report
 
-        print(report([json.loads(open(path).read()) for path in args.report]))
+        notes = Path(args.notes).read_text() if args.notes else ""
+        print(report([json.loads(open(path).read()) for path in args.report]) + ("\n" + notes if notes else ""))
     elif args.one_model:
         print(json.dumps(measure_model(*args.one_model, args.tokens, args.repeats)))
     elif args.one_pair:
@@ -196,8 +215,6 @@ def main(argv: list[str] | None = None) -> None:
         results = run_all(args)
         text = json.dumps(results, indent=1)
         if args.out:
-            from pathlib import Path
-
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)
             Path(args.out).write_text(text)
         print(text)

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# docs/FASTPATH.md: every number in it comes from these commands (2-core CPU, about 45 minutes).
+set -euo pipefail
+python=${PYTHON:-.venv/bin/python}
+$python -m specdec.bench.fastpath --out docs/fastpath/results.json
+# The 0.5B rows and the speculative pairs of the first run shared the CPU with a test run (other load
+# up to 0.99 cores, in the JSON): measured again alone, and merged in place of those rows.
+$python -m specdec.bench.fastpath --models qwen-coder-0.5b --out docs/fastpath/rerun.json
+$python -m specdec.bench.fastpath --merge docs/fastpath/results.json docs/fastpath/rerun.json --out docs/fastpath/merged.json
+$python -m specdec.bench.fastpath --report docs/fastpath/merged.json --notes docs/fastpath/notes.md > docs/FASTPATH.md
