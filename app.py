@@ -83,6 +83,8 @@ def _result(race: Race, checked: Checked, pair) -> dict:
              "draft_layers": None if race.request.draft_layers is None else list(race.request.draft_layers),
              "policy": checked.policy, "tree_shape": _tree_shape(checked),
              "device": str(pair.target.device), "dtype": str(pair.target.dtype).removeprefix("torch."),
+             "engine": pair.target.engine, "verify_costs": pair.verify_costs.to_json() if pair.verify_costs else None,
+             "verify_points": [[len(r.drafted) + 1, r.verify_seconds] for r in race.rounds[1:]],
              "standard": race.standard.summary(), "speculative": race.speculative.summary()}
     if race.finished:  # the measured setup as the serving flags that reproduce it
         stats["serving"] = serving_config(stats, checked.drafter, checked.draft)
@@ -397,6 +399,9 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
         with gr.Column(elem_id="tree-view"):  # a finished tree run's rounds, one tree at a time
             tree_plot = gr.Plot(charts.tree_figure(None), label="Token tree", show_label=False, elem_id="chart-tree")
             tree_slider = gr.Slider(1, 2, value=1, step=1, label="Round", visible=False, elem_id="tree-round")
+        # The device's verify-cost table (measured at warm-up) with this run's own passes on it.
+        verify_plot = gr.Plot(charts.verify_cost_figure(None), label="Verify cost by width", show_label=False,
+                              elem_id="chart-verify")
         with gr.Accordion("Stats (JSON, as the API returns it)", open=False):
             stats_json = gr.JSON(label="stats")
         trace = gr.State(None)
@@ -414,6 +419,7 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
         # After a run, its first tree and the slider over the rest. Not trace.change: a State with a change
         # listener is deep-hashed on every streamed frame, and a tree run's trace is large.
         run_event.then(tree_view, [trace], [tree_plot, tree_slider], api_visibility="private", queue=False)
+        run_event.then(charts.verify_cost_figure, [stats_json], [verify_plot], api_visibility="private", queue=False)
         replay_button.click(replay, [trace], [standard_lane, speculative_lane], api_name="replay",
                             concurrency_limit=4, show_progress="hidden")
         auto.click(auto_drafter, [target, draft], [drafter, policy, adaptive_k], api_visibility="private",

@@ -324,3 +324,23 @@ def _tree_layout(fig: go.Figure, tree: dict, max_depth: int, rows: int) -> None:
     fig.update_xaxes(title_text="depth (0 = the last committed token)", dtick=1, range=[-0.5, max_depth + 0.6],
                      showgrid=False, zeroline=False)
     fig.update_yaxes(visible=False)
+
+
+def verify_cost_figure(stats: dict | None) -> go.Figure:
+    """A target pass over n tokens, in single steps: the device's table measured at warm-up (a line)
+    and this run's own verify passes (points), so a run whose passes cost more than the table says
+    (a busy machine) shows it."""
+    fig = _figure("Verify cost by width", "tokens in the target pass", "cost in decode steps")
+    table = (stats or {}).get("verify_costs")
+    if not table:
+        return _waiting(fig)
+    step = table["seconds"][0]
+    fig.add_trace(go.Scatter(x=table["widths"], y=table["steps"], mode="lines+markers", name="measured at warm-up",
+                             line=dict(color=THEORY)))
+    points = [(n, seconds / step) for n, seconds in (stats.get("verify_points") or []) if step > 0]
+    if points:
+        fig.add_trace(go.Scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode="markers",
+                                 name="this run's passes", marker=dict(color="#16a34a", size=7, opacity=0.6)))
+    fig.update_xaxes(type="log", tickvals=table["widths"])
+    fig.update_layout(title=dict(text=f"Verify cost by width ({stats.get('engine', '?')} engine)"))
+    return fig

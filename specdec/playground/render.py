@@ -91,6 +91,8 @@ def stats_rows(stats: dict, standard: dict, speculative: dict, greedy: bool, fin
         ["c (draft cost ratio)", _fmt(stats["c"]), "seconds per drafted token ÷ seconds per target step"],
         ["verify cost", _fmt(stats["verify_cost"], 2), "a (k+1)-token verify pass, in target steps"],
     ]
+    if stats.get("engine"):
+        rows.append(["engine", stats["engine"], ENGINE_NOTES.get(stats["engine"], "")])
     rows.insert(0, ["did speculation pay?", stats.get("verdict", "not measured yet").split(":")[0],
                     stats.get("verdict", "")])
     rows.insert(1, ["policy", stats.get("policy", "fixed"), _policy_note(stats)])
@@ -111,6 +113,13 @@ def stats_rows(stats: dict, standard: dict, speculative: dict, greedy: bool, fin
                      "greedy: speculative must equal standard, unless the target's top two logits tie "
                      "within its dtype's rounding"])
     return rows
+
+
+ENGINE_NOTES = {
+    "fast": "CPU kernels: large linear layers also prepacked for oneDNN, so a verify pass over a few tokens "
+            "costs about one step (single steps keep the default kernel); both lanes run on it",
+    "eager": "PyTorch's default kernels (on a GPU, or where the fast engine does not apply); both lanes run on it",
+}
 
 
 def layer_ranges(layers) -> str:

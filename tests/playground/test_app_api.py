@@ -177,7 +177,7 @@ def test_tokenizer_mismatch_offers_the_cross_tokenizer_drafter(api, folders, dra
     message = str(error.value)
     assert "tokenizer does not match" in message and "another tokenizer" in message
     assert "choose the cross-tokenizer drafter (or press Auto" in message
-    assert "prompt-lookup, self and lookup-tree" in message  # and the drafters that need no draft model
+    assert "prompt-lookup, self, lookup-tree, recycling and mixed" in message  # the drafters needing no draft
     # The offer holds: the same pair with the cross-tokenizer drafter runs, greedy output unchanged.
     stats = api.predict(*args(PROMPT, folders["target"], folders["mismatch"], "cross-tokenizer", max_new_tokens=12),
                         api_name="/compare")[7]

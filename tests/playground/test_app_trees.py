@@ -232,3 +232,20 @@ def test_the_draft_estimate_sums_each_rounds_likeliest_reach():
     assert list(curves["chain theory τ(α̂ = 0.60, n)"].y) == pytest.approx([1.6, 1.96])
     assert (curves["measured (mean nodes, tokens per pass)"].x[0], fig.layout.xaxis.title.text) == (
         1.5, "nodes verified per pass (n)")
+
+
+def test_the_run_reports_its_engine_and_verify_costs_and_draws_them(lookup_run):
+    """Issue #18: the /compare JSON carries the engine and the device's verify-cost table (measured at
+    warm-up) with the run's own passes; the table shows the engine, the chart both."""
+    from specdec.playground import render
+
+    stats = lookup_run[7]
+    assert stats["engine"] in ("fast", "eager")
+    table = stats["verify_costs"]
+    assert table["widths"] == [1, 2, 3, 5, 9, 17, 33] and table["steps"][0] == pytest.approx(1.0)
+    assert stats["verify_points"] and all(width >= 1 and seconds > 0 for width, seconds in stats["verify_points"])
+    figure = charts.verify_cost_figure(stats)
+    assert [trace.name for trace in figure.data] == ["measured at warm-up", "this run's passes"]
+    assert not charts.verify_cost_figure(None).data
+    rows = render.stats_rows(stats, stats["standard"], stats["speculative"], True, True)
+    assert ["engine", stats["engine"]] == rows[[r[0] for r in rows].index("engine")][:2]

@@ -186,7 +186,8 @@ def test_the_draft_is_only_taken_for_the_draft_model_drafter():
 
 def test_a_drafter_that_needs_a_draft_names_those_that_need_none():
     with pytest.raises(InvalidInput, match="the cross-tokenizer drafter needs a draft model; pick one, or use "
-                                           "prompt-lookup, self or lookup-tree, which need none"):
+                                           "prompt-lookup, self, lookup-tree, recycling or mixed, which need "
+                                           "none"):
         check(drafter="cross-tokenizer")
     assert check(drafter="cross-tokenizer", draft="embedded").draft == "embedded"
     assert check(drafter="self", draft="embedded").draft is None  # self drafts from the target
@@ -647,10 +648,11 @@ def test_policy_is_checked_and_adaptive_k_is_its_heuristic_spelling():
 
 def test_auto_fields_pick_the_best_drafter_the_fields_allow():
     import app
-    assert app.auto_fields("qwen-coder-0.5b") == ("hybrid", "cost", False)
-    assert app.auto_fields("  ") == ("prompt-lookup", "cost", False) == app.auto_fields(None)
+    # Auto is every source the fields allow (the mixed drafter), cross-tokenizer for a foreign draft.
+    assert app.auto_fields("qwen-coder-0.5b") == ("mixed", "cost", False)
+    assert app.auto_fields("  ") == ("mixed", "cost", False) == app.auto_fields(None)
     assert app.auto_fields("qwen-coder-0.5b", same_tokenizer=False) == ("cross-tokenizer", "cost", False)
-    assert app.auto_fields("", same_tokenizer=False) == ("prompt-lookup", "cost", False)
+    assert app.auto_fields("", same_tokenizer=False) == ("mixed", "cost", False)
 
 
 def test_auto_picks_cross_tokenizer_for_a_loaded_draft_with_another_tokenizer_and_never_loads():
@@ -667,16 +669,16 @@ def test_auto_picks_cross_tokenizer_for_a_loaded_draft_with_another_tokenizer_an
     store = ModelStore(max_models=3, loader=loader, hub_probe=lambda: True)
     auto = app.make_handlers(TEST_LIMITS, store, 3.0)[4]
     # Nothing loaded: the tokenizers are unknown, and Auto does not load them to find out.
-    assert auto("qwen-coder-1.5b", "embedded")[0] == "hybrid"
+    assert auto("qwen-coder-1.5b", "embedded")[0] == "mixed"
     assert store.same_tokenizer("qwen-coder-1.5b", "embedded") is None
     assert loads == []
     log = lambda message: None  # noqa: E731
     for spec in models:
         store.model(spec, log)
     assert auto("qwen-coder-1.5b", " embedded ") == ("cross-tokenizer", "cost", False)
-    assert auto("qwen-coder-1.5b", "qwen-coder-0.5b") == ("hybrid", "cost", False)
-    assert auto("qwen-coder-1.5b", "") == ("prompt-lookup", "cost", False)
-    assert auto("no such model!", "embedded")[0] == "hybrid"  # fields that do not even validate: today's rule
+    assert auto("qwen-coder-1.5b", "qwen-coder-0.5b") == ("mixed", "cost", False)
+    assert auto("qwen-coder-1.5b", "") == ("mixed", "cost", False)
+    assert auto("no such model!", "embedded")[0] == "mixed"  # fields that do not even validate: today's rule
     assert len(loads) == 3
     # A pair built already answers from its own check.
     pair = store.pair("qwen-coder-1.5b", "embedded", log)
