@@ -21,6 +21,7 @@ from specdec.engine.config import MAX_BRANCHING, Sampling, Speculation, TreeShap
 from specdec.engine.drafters import DRAFTERS, TREE, best_drafter  # noqa: E402
 from specdec.engine.drafters.layers import decoder_layers, parse_layers  # noqa: E402
 from specdec.engine.policy import POLICIES  # noqa: E402
+from specdec.engine.stats import median_step_seconds, speedup_interval  # noqa: E402
 from specdec.engine.loaded import TokenizerMismatch  # noqa: E402
 from specdec.engine.pair import Request  # noqa: E402
 from specdec.playground import charts, presets, render  # noqa: E402
@@ -86,10 +87,25 @@ def _result(race: Race, checked: Checked, pair) -> dict:
              "engine": pair.target.engine, "verify_costs": pair.verify_costs.to_json() if pair.verify_costs else None,
              "verify_points": [[len(r.drafted) + 1, r.verify_seconds] for r in race.rounds[1:]],
              "standard": race.standard.summary(), "speculative": race.speculative.summary()}
-    if race.finished:  # the measured setup as the serving flags that reproduce it
+    stats.update(final=race.finished, repeats=1, interval=None, busy=None)  # provisional until the run ends
+    if race.finished:  # the verdict's uncertainty, and the measured setup as the serving flags that reproduce it
+        stats.update(_uncertainty(race, pair))
         stats["serving"] = serving_config(stats, checked.drafter, checked.draft)
         stats["trees"] = race.trees if checked.drafter in TREE else None
     return stats
+
+
+BUSY_STEP = 1.3  # a standard step this much slower than the warm-up's: something else was using the device
+
+
+def _uncertainty(race: Race, pair) -> dict:
+    """A 90% bootstrap interval of the speedup (engine.stats.speedup_interval), and whether the
+    machine was busy: the standard lane's median step against the single step timed at warm-up."""
+    steps = [e.seconds for e in race.token_events]
+    interval = speedup_interval(steps, [(len(r.tokens), r.seconds) for r in race.rounds])
+    quiet = pair.verify_costs.seconds[0] if pair.verify_costs else None
+    busy = None if quiet is None or len(steps) < 2 else median_step_seconds(steps) > BUSY_STEP * quiet
+    return {"interval": list(interval) if interval else None, "busy": busy}
 
 
 def _tree_shape(checked: Checked) -> dict | None:
@@ -402,6 +418,8 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
         # The device's verify-cost table (measured at warm-up) with this run's own passes on it.
         verify_plot = gr.Plot(charts.verify_cost_figure(None), label="Verify cost by width", show_label=False,
                               elem_id="chart-verify")
+        # One verdict, with how sure it is, once a run has ended (never while it streams).
+        card = gr.HTML(render.result_card(None), elem_id="result-card")
         with gr.Accordion("Stats (JSON, as the API returns it)", open=False):
             stats_json = gr.JSON(label="stats")
         trace = gr.State(None)
@@ -419,6 +437,8 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
         # After a run, its first tree and the slider over the rest. Not trace.change: a State with a change
         # listener is deep-hashed on every streamed frame, and a tree run's trace is large.
         run_event.then(tree_view, [trace], [tree_plot, tree_slider], api_visibility="private", queue=False)
+        run_event.then(render.result_card, [stats_json], [card], api_visibility="private", queue=False)
+        run.click(lambda: render.result_card(None), None, [card], api_visibility="private", queue=False)
         run_event.then(charts.verify_cost_figure, [stats_json], [verify_plot], api_visibility="private", queue=False)
         replay_button.click(replay, [trace], [standard_lane, speculative_lane], api_name="replay",
                             concurrency_limit=4, show_progress="hidden")

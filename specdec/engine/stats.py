@@ -99,3 +99,32 @@ def median_step_seconds(seconds: Sequence[float]) -> float:
     """Median time of a decode step, leaving out the first (which carries the prefill)."""
     steps = list(seconds[1:]) or list(seconds)
     return statistics.median(steps) if steps else 0.0
+
+
+def speedup_interval(standard_seconds: Sequence[float], rounds: Sequence[tuple[int, float]], level: float = 0.9,
+                     draws: int = 1000, seed: int = 0) -> tuple[float, float] | None:
+    """A bootstrap interval for the measured speedup: how sure one run is of its own answer.
+
+    The speedup is (speculative tokens / speculative seconds) / (standard tokens / standard seconds).
+    Each lane is a sample of independent units of work: the standard lane's steps (one token each)
+    and the speculative lane's rounds (tokens, seconds). Resampling each with replacement, `draws`
+    times with a fixed seed, gives the run's sampling distribution of the ratio; the interval is its
+    central `level` share. It captures what one run's noise can do (a busy moment, a lucky stretch of
+    text); it cannot see a machine that was slow throughout. The first unit of each lane carries
+    the prefill and is left out, as the cost ratio leaves it out. None with fewer than 3 units a lane."""
+    import torch
+
+    steps, spec = list(standard_seconds[1:]), list(rounds[1:])
+    if len(steps) < 3 or len(spec) < 3:
+        return None
+    generator = torch.Generator().manual_seed(seed)
+    std = torch.tensor(steps, dtype=torch.float64)
+    tokens = torch.tensor([t for t, _ in spec], dtype=torch.float64)
+    seconds = torch.tensor([s for _, s in spec], dtype=torch.float64)
+    pick_std = torch.randint(len(steps), (draws, len(steps)), generator=generator)
+    pick_spec = torch.randint(len(spec), (draws, len(spec)), generator=generator)
+    std_rate = len(steps) / std[pick_std].sum(1)
+    spec_rate = tokens[pick_spec].sum(1) / seconds[pick_spec].sum(1)
+    ratios = (spec_rate / std_rate).sort().values
+    tail = (1 - level) / 2
+    return float(ratios[int(tail * (draws - 1))]), float(ratios[int((1 - tail) * (draws - 1))])

@@ -93,8 +93,12 @@ def stats_rows(stats: dict, standard: dict, speculative: dict, greedy: bool, fin
     ]
     if stats.get("engine"):
         rows.append(["engine", stats["engine"], ENGINE_NOTES.get(stats["engine"], "")])
-    rows.insert(0, ["did speculation pay?", stats.get("verdict", "not measured yet").split(":")[0],
-                    stats.get("verdict", "")])
+    if finished:
+        rows.insert(0, ["did speculation pay?", stats.get("verdict", "not measured yet").split(":")[0],
+                        stats.get("verdict", "")])
+    else:  # a streaming run's figures move: no verdict until it ends
+        rows.insert(0, ["did speculation pay?", "running (figures provisional)",
+                        "the verdict and its interval come when the run ends"])
     rows.insert(1, ["policy", stats.get("policy", "fixed"), _policy_note(stats)])
     if stats.get("drafter"):
         rows.insert(2, ["drafter", drafter_label(stats["drafter"], stats.get("draft_layers")),
@@ -120,6 +124,28 @@ ENGINE_NOTES = {
             "costs about one step (single steps keep the default kernel); both lanes run on it",
     "eager": "PyTorch's default kernels (on a GPU, or where the fast engine does not apply); both lanes run on it",
 }
+
+
+def result_card(stats: dict | None) -> str:
+    """The run's one-line verdict with its 90% interval, or a note that there is none yet. An
+    interval that holds 1.0 means this run cannot tell whether speculation paid; a busy machine is named."""
+    if not stats or not stats.get("final") or stats.get("speedup") is None:
+        return '<div class="result-card idle">The verdict appears here when a run ends.</div>'
+    speedup, interval = stats["speedup"], stats.get("interval")
+    head = f"{speedup:.2f}x {'faster' if speedup >= 1 else 'slower'}"
+    if interval:
+        head += f" (90% interval {interval[0]:.2f}–{interval[1]:.2f})"
+    parts = [f"α {_fmt(stats.get('alpha'), 2)}", f"{_fmt(stats.get('tokens_per_round'), 1)} tokens per target pass"]
+    if stats.get("k_settled") is not None:
+        parts.append(f"k settled on {stats['k_settled']:g}")
+    notes = []
+    if interval and interval[0] <= 1.0 <= interval[1]:
+        notes.append("the interval holds 1.0: this run cannot tell whether speculation paid; repeat it")
+    if stats.get("busy"):
+        notes.append("the machine was busy (standard steps slower than at warm-up): the numbers are noisier")
+    note = "".join(f'<div class="result-note">{html.escape(n)}</div>' for n in notes)
+    return (f'<div class="result-card"><b style="font-size:18px;">{html.escape(head)}</b> · '
+            f'{html.escape(" · ".join(parts))}{note}</div>')
 
 
 def layer_ranges(layers) -> str:

@@ -82,3 +82,16 @@ def test_alpha_analytic_and_cost_ratio():
     assert cost_ratio(0.4, 8, 0.1) == pytest.approx(0.5)
     assert cost_ratio(0.4, 0, 0.1) is None
     assert median_step_seconds([5.0, 1.0, 2.0, 3.0]) == 2.0
+
+
+def test_the_speedup_interval_is_seeded_and_holds_the_measured_ratio():
+    from specdec.engine.stats import speedup_interval
+
+    steady = [0.1] * 20  # the standard lane: 10 tokens a second, steadily
+    rounds = [(3, 0.2)] * 5 + [(1, 0.12)] * 5  # 15 then 8.3 tokens a second: a spread of outcomes
+    low, high = speedup_interval([9.0] + steady, [(5, 9.0)] + rounds)  # prefill units are left out
+    point = (sum(t for t, _ in rounds) / sum(s for _, s in rounds)) / 10
+    assert low < point < high and 0.8 < low and high < 1.6
+    assert speedup_interval(steady, rounds) == speedup_interval(steady, rounds)  # seeded
+    assert speedup_interval([0.1] * 20, [(2, 0.1)] * 20) == pytest.approx((2.0, 2.0))  # no noise, no width
+    assert speedup_interval([0.1, 0.1], rounds) is None

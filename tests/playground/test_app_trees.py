@@ -249,3 +249,23 @@ def test_the_run_reports_its_engine_and_verify_costs_and_draws_them(lookup_run):
     assert not charts.verify_cost_figure(None).data
     rows = render.stats_rows(stats, stats["standard"], stats["speculative"], True, True)
     assert ["engine", stats["engine"]] == rows[[r[0] for r in rows].index("engine")][:2]
+
+
+def test_a_finished_run_gives_one_verdict_with_its_interval(lookup_run):
+    """Issue #20: final, interval, busy and repeats in the JSON; the card only once the run ended,
+    saying so when the interval holds 1.0 or the machine was busy."""
+    from specdec.playground import render
+
+    stats = lookup_run[7]
+    assert stats["final"] is True and stats["repeats"] == 1 and stats["busy"] in (True, False)
+    low, high = stats["interval"]
+    assert low <= stats["speedup"] <= high
+    assert "90% interval" in render.result_card(stats) and "appears here when a run ends" in render.result_card(None)
+    running = {**stats, "final": False}
+    assert "appears here" in render.result_card(running)
+    rows = render.stats_rows(running, stats["standard"], stats["speculative"], True, False)
+    assert rows[0][1] == "running (figures provisional)"
+    unsure = render.result_card({**stats, "speedup": 1.02, "interval": [0.91, 1.12], "busy": True})
+    assert "cannot tell whether speculation paid" in unsure and "machine was busy" in unsure
+    sure = render.result_card({**stats, "speedup": 1.5, "interval": [1.3, 1.7], "busy": False})
+    assert "1.50x faster (90% interval 1.30–1.70)" in sure and "cannot tell" not in sure
