@@ -43,6 +43,14 @@ CSS = """
 .gradio-container { max-width: 1400px !important; }
 #lanes .lane-text { min-height: 220px; }
 #stats-table table { font-size: 13px; }
+.result-card { font-size: 15px; margin: 6px 2px; padding: 8px 12px; border-radius: 8px; background: #eef2ff; }
+.result-card.idle { background: none; color: #6b7280; font-size: 13px; }
+.result-note { font-size: 13px; color: #92400e; margin-top: 2px; }
+@media (max-width: 700px) {  /* a phone: the lanes stack, the legend wraps */
+  #lanes { flex-direction: column !important; }
+  #lanes > div { width: 100% !important; min-width: 100% !important; }
+  .legend span { white-space: normal !important; }
+}
 """
 LAUNCH = {"css": CSS, "theme": gr.themes.Soft(primary_hue="indigo"), "footer_links": ["api", "gradio"]}
 
@@ -159,6 +167,21 @@ def _draft_layers(checked: Checked, pair) -> tuple[int, ...] | None:
 def drafter_fields(name: str) -> tuple:
     """Show the fields a drafter reads: the self drafter's layers, the tree drafters' shape."""
     return gr.update(visible=name == "self"), *[gr.update(visible=name in TREE)] * 2
+
+
+def stopped_lanes(trace) -> tuple:
+    """After Stop: the lanes as far as they got, saying so, and Replay on (the trace so far replays)."""
+    steps = (trace or {}).get("steps") or []
+    titles = (trace or {}).get("titles") or ("Standard", "Speculative")
+    lanes = []
+    for name, title in ((STANDARD, titles[0]), (SPECULATIVE, titles[1])):
+        own = [s for s in steps if s.lane == name]
+        pieces = lane_pieces(steps, name, len(own))
+        tokens = sum(1 for _ in pieces)
+        note = "" if own else "stopped before its first token"
+        lanes.append(render.lane_html(name, f"{title} · stopped after {tokens} tokens", pieces, tokens,
+                                      own[-1].at if own else 0.0, False, note))
+    return (*lanes, gr.update(interactive=False), gr.update(interactive=bool(steps)))
 
 
 def tree_view(trace) -> tuple:
@@ -286,7 +309,8 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
                 break  # the final frame below carries everything at once
             if now - last_charts >= CHARTS_EVERY:
                 last_text = last_charts = now
-                yield _full_frame(race, checked, pair, titles, limits.k_max)
+                partial = {"steps": race.steps, "titles": titles, "trees": race.trees}  # replayable if stopped
+                yield _full_frame(race, checked, pair, titles, limits.k_max, replay=partial)
             elif now - last_text >= TEXT_EVERY:
                 last_text = now
                 # Light frame: the lanes, and for API clients their text so far (stats come each second).
@@ -316,6 +340,8 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
             yield tuple(lanes)
 
     def preset_fields(label):
+        if label == presets.CUSTOM:  # the fields were edited by hand: keep them
+            return gr.skip(), gr.skip(), gr.skip(), "Custom models: any Hub id, folder, .gguf or offline name."
         preset = presets.BY_LABEL.get(label, presets.DEFAULT)
         status = "" if preset.available() else " **Not fetched yet.**"
         return preset.target, preset.draft, preset.drafter, f"{preset.note}.{status}"
@@ -384,8 +410,8 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
                     policy = gr.Dropdown(list(POLICIES), value="fixed", label="k policy", scale=3,
                                          info="cost: k each round from measured α, c and verify cost; 0 = plain")
                     auto = gr.Button("Auto", elem_id="auto", scale=1)
-                adaptive_k = gr.Checkbox(False, label="Adaptive k (the heuristic policy: +2 after a full accept, "
-                                                      "−1 after a rejection)")
+                # The policy dropdown says it: kept only as /compare's 6th argument, for older clients.
+                adaptive_k = gr.Checkbox(False, label="Adaptive k", visible=False)
                 temperature = gr.Slider(0.0, limits.temperature_max, value=0.0, step=0.05,
                                         label="Temperature (0 = greedy)")
                 top_p = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p")
@@ -395,8 +421,8 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
                     seed = gr.Number(0, label="Seed", precision=0, minimum=0, maximum=limits.seed_max, scale=1)
                 with gr.Row():
                     run = gr.Button("Run", variant="primary", elem_id="run")
-                    stop = gr.Button("Stop", variant="stop", elem_id="stop")
-                    replay_button = gr.Button("Replay", elem_id="replay")
+                    stop = gr.Button("Stop", variant="stop", elem_id="stop", interactive=False)
+                    replay_button = gr.Button("Replay", elem_id="replay", interactive=False)
         gr.HTML(render.legend_html())
         with gr.Row(elem_id="lanes", equal_height=True):
             note = "press Run"
@@ -433,7 +459,18 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
         run_event = run.click(compare, inputs, outputs, api_name="compare", preprocess=False,
                               concurrency_id="gpu", concurrency_limit=space_config.GPU_CONCURRENCY,
                               show_progress="minimal")
-        stop.click(None, None, None, cancels=[run_event], api_visibility="private")
+        # Stop and Replay only where they can act: Stop while a run streams, Replay once there is one.
+        run.click(lambda: (gr.update(interactive=True), gr.update(interactive=False)), None, [stop, replay_button],
+                  api_visibility="private", queue=False)
+        run_event.then(lambda: (gr.update(interactive=False), gr.update(interactive=True)), None,
+                       [stop, replay_button], api_visibility="private", queue=False)
+        stop.click(stopped_lanes, [trace], [standard_lane, speculative_lane, stop, replay_button], cancels=[run_event],
+                   api_visibility="private", queue=False)
+        policy.change(lambda name: gr.update(info=POLICIES.get(name, "")), [policy], [policy],
+                      api_visibility="private", queue=False)
+        for field in (target, draft, drafter):  # hand-edited fields are no preset any more
+            field.change(presets.label_for, [preset, target, draft, drafter], [preset], api_visibility="private",
+                         queue=False)
         # After a run, its first tree and the slider over the rest. Not trace.change: a State with a change
         # listener is deep-hashed on every streamed frame, and a tree run's trace is large.
         run_event.then(tree_view, [trace], [tree_plot, tree_slider], api_visibility="private", queue=False)
@@ -455,5 +492,15 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
     return demo
 
 
+def prefetch_default() -> None:
+    """Fetch and convert the embedded default before serving (a log line says so), so no visitor's
+    first Run waits for it and no request ever blocks the server on it."""
+    from specdec.models.loading import resolve
+
+    print("specdec: making sure the embedded SmolLM2 is fetched and converted before serving…", flush=True)
+    resolve(presets.DEFAULT.target, log=lambda line: print(f"specdec: {line}", flush=True))
+
+
 if __name__ == "__main__":
+    prefetch_default()
     build_demo().launch(**LAUNCH)

@@ -101,6 +101,8 @@ def run(args, pair: Pair, log) -> dict:
     sampling = Sampling() if greedy else Sampling(temperature=args.temperatures[0], top_p=0.9)
     base = Request("", args.max_new_tokens or 128, sampling, Speculation(k=4))
     lanes = methods(pair.draft is not None and pair.tokenizer_mismatch is None, 4)
+    if args.drafters:  # a subset, by drafter name ("auto" and "transformers" name those two rows)
+        lanes = [m for m in lanes if (m.drafter or ("transformers" if m.peer else "auto")) in args.drafters]
     for method in lanes:  # one-time costs (kernels, the verify-cost table) off the clock
         if not method.peer:
             pair.warm_up(request_for(method, pair, replace(base, prompt=questions[0].turns[0])))

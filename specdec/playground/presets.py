@@ -43,6 +43,16 @@ PRESETS: tuple[Preset, ...] = (
 )
 DEFAULT = PRESETS[0]
 BY_LABEL = {p.label: p for p in PRESETS}
+CUSTOM = "custom"  # the preset dropdown's value once the model fields differ from every preset
+
+
+def label_for(current: str, target: str, draft: str, drafter: str) -> str:
+    """The preset the fields spell: the current one if they still match it, else CUSTOM."""
+    preset = BY_LABEL.get(current)
+    fields = ((target or "").strip(), (draft or "").strip(), drafter)
+    if preset is not None and (preset.target, preset.draft, preset.drafter) == fields:
+        return current
+    return next((p.label for p in PRESETS if (p.target, p.draft, p.drafter) == fields), CUSTOM)
 
 
 def offline_fetched(name: str) -> bool:
@@ -63,4 +73,5 @@ def allowlist() -> tuple[str, ...]:
 
 def choices() -> list[tuple[str, str]]:
     """(shown label, value) for the preset dropdown; a pair that is not fetched yet says so."""
-    return [(p.label if p.available() else f"{p.label} — not fetched yet", p.label) for p in PRESETS]
+    return [(p.label if p.available() else f"{p.label} — not fetched yet", p.label) for p in PRESETS] + \
+        [("custom (fields edited)", CUSTOM)]
