@@ -1,17 +1,19 @@
-"""specdec: exact speculative decoding you can watch, measure and trust."""
-from .engine.compare import compare, summarize
-from .engine.config import Sampling, Speculation
-from .engine.decoding import speculative_decode, standard_decode
-from .engine.drafters import DRAFTERS, Draft, ModelDrafter, PromptLookupDrafter, make_drafter
-from .engine.events import ACCEPTED, BONUS, CORRECTED, PLAIN, RoundEvent, TokenEvent
-from .engine.kvcache import CachedModel, UnsupportedModel
-from .engine.loaded import Loaded, TokenizerMismatch, check_tokenizers
+"""specdec: exact speculative decoding you can watch, measure and trust.
+
+What a user needs is here (`__all__`); the rest of the engine (drafters, caches, the decoding loops,
+the accept rule, the statistics) is importable from specdec.engine. The older top-level names below
+`__all__` stay importable for code written against them."""
+from .engine.compare import compare
+from .engine.config import Sampling, Speculation, TreeShape
+from .engine.events import RoundEvent, TokenEvent, TreeRound
 from .engine.pair import Pair, Request
 from .models.loading import load_model
 
-__all__ = [
-    "ACCEPTED", "BONUS", "CORRECTED", "DRAFTERS", "PLAIN", "CachedModel", "Draft", "Loaded", "ModelDrafter", "Pair",
-    "PromptLookupDrafter", "Request", "RoundEvent", "Sampling", "Speculation", "TokenEvent", "TokenizerMismatch",
-    "UnsupportedModel", "check_tokenizers", "compare", "load_model", "make_drafter", "speculative_decode",
-    "standard_decode", "summarize",
-]
+__all__ = ["Pair", "Request", "RoundEvent", "Sampling", "Speculation", "TokenEvent", "TreeRound", "TreeShape",
+           "compare", "load_model"]
+
+# Kept for code written before __all__ was narrowed; new code imports these from specdec.engine.
+from .engine import (  # noqa: E402,F401
+    ACCEPTED, BONUS, CORRECTED, DRAFTERS, PLAIN, CachedModel, Draft, Loaded, ModelDrafter, PromptLookupDrafter,
+    TokenizerMismatch, UnsupportedModel, check_tokenizers, make_drafter, speculative_decode, standard_decode,
+    summarize)

@@ -82,3 +82,14 @@ def test_the_engine_imports_with_gradio_and_plotly_blocked():
     assert done.returncode == 0, done.stderr[-2000:]
     count = int(done.stdout.split("engine modules:")[1].split()[0])
     assert count >= 10 and done.stdout.rstrip().endswith("leaked: []"), done.stdout
+
+
+def test_the_public_api_is_what_a_user_needs_and_the_rest_lives_in_the_engine():
+    import specdec
+    import specdec.engine
+
+    assert set(specdec.__all__) == {"load_model", "Pair", "Request", "Sampling", "Speculation", "TreeShape",
+                                    "TokenEvent", "RoundEvent", "TreeRound", "compare"}
+    assert all(hasattr(specdec, name) for name in specdec.__all__)
+    assert all(hasattr(specdec.engine, name) for name in specdec.engine.__all__)
+    assert {"CachedModel", "ModelDrafter", "speculative_decode", "check_tokenizers"} <= set(specdec.engine.__all__)
