@@ -169,6 +169,14 @@ def drafter_fields(name: str) -> tuple:
     return gr.update(visible=name == "self"), *[gr.update(visible=name in TREE)] * 2
 
 
+def run_started() -> tuple:
+    return gr.update(interactive=True), gr.update(interactive=False), render.result_card(None)
+
+
+def run_ended(stats) -> tuple:
+    return render.result_card(stats), gr.update(interactive=False), gr.update(interactive=True)
+
+
 def stopped_lanes(trace) -> tuple:
     """After Stop: the lanes as far as they got, saying so, and Replay on (the trace so far replays)."""
     steps = (trace or {}).get("steps") or []
@@ -430,6 +438,8 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
                                     label="standard", elem_id="standard-lane")
             speculative_lane = gr.HTML(render.lane_html(SPECULATIVE, "Speculative", [], 0, 0.0, False, note),
                                        label="speculative", elem_id="speculative-lane")
+        # One verdict, with how sure it is, once a run has ended (never while it streams).
+        card = gr.HTML(render.result_card(None), elem_id="result-card")
         stats_table = gr.Dataframe(headers=render.STATS_HEADERS, label="Comparison", elem_id="stats-table",
                                    interactive=False, wrap=True, column_widths=["28%", "22%", "50%"])
         with gr.Row():
@@ -444,8 +454,6 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
         # The device's verify-cost table (measured at warm-up) with this run's own passes on it.
         verify_plot = gr.Plot(charts.verify_cost_figure(None), label="Verify cost by width", show_label=False,
                               elem_id="chart-verify")
-        # One verdict, with how sure it is, once a run has ended (never while it streams).
-        card = gr.HTML(render.result_card(None), elem_id="result-card")
         with gr.Accordion("Stats (JSON, as the API returns it)", open=False):
             stats_json = gr.JSON(label="stats")
         trace = gr.State(None)
@@ -456,14 +464,13 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
                    chart_positions, stats_json, trace]
         # preprocess=False: values reach playground.limits raw, so out-of-range or NaN input gets a
         # message naming the limit instead of a component's generic one.
-        run_event = run.click(compare, inputs, outputs, api_name="compare", preprocess=False,
-                              concurrency_id="gpu", concurrency_limit=space_config.GPU_CONCURRENCY,
-                              show_progress="minimal")
-        # Stop and Replay only where they can act: Stop while a run streams, Replay once there is one.
-        run.click(lambda: (gr.update(interactive=True), gr.update(interactive=False)), None, [stop, replay_button],
-                  api_visibility="private", queue=False)
-        run_event.then(lambda: (gr.update(interactive=False), gr.update(interactive=True)), None,
-                       [stop, replay_button], api_visibility="private", queue=False)
+        # One chain, so its steps cannot overtake each other: Stop on, Replay off and the card cleared,
+        # then the run, then the card, Stop off and Replay on (Stop and Replay only where they can act).
+        started = run.click(run_started, None, [stop, replay_button, card], api_visibility="private", queue=False)
+        run_event = started.then(compare, inputs, outputs, api_name="compare", preprocess=False,
+                                 concurrency_id="gpu", concurrency_limit=space_config.GPU_CONCURRENCY,
+                                 show_progress="minimal")
+        run_event.then(run_ended, [stats_json], [card, stop, replay_button], api_visibility="private", queue=False)
         stop.click(stopped_lanes, [trace], [standard_lane, speculative_lane, stop, replay_button], cancels=[run_event],
                    api_visibility="private", queue=False)
         policy.change(lambda name: gr.update(info=POLICIES.get(name, "")), [policy], [policy],
@@ -474,8 +481,6 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
         # After a run, its first tree and the slider over the rest. Not trace.change: a State with a change
         # listener is deep-hashed on every streamed frame, and a tree run's trace is large.
         run_event.then(tree_view, [trace], [tree_plot, tree_slider], api_visibility="private", queue=False)
-        run_event.then(render.result_card, [stats_json], [card], api_visibility="private", queue=False)
-        run.click(lambda: render.result_card(None), None, [card], api_visibility="private", queue=False)
         run_event.then(charts.verify_cost_figure, [stats_json], [verify_plot], api_visibility="private", queue=False)
         replay_button.click(replay, [trace], [standard_lane, speculative_lane], api_name="replay",
                             concurrency_limit=4, show_progress="hidden")

@@ -72,6 +72,14 @@ def test_default_preset_runs_in_the_browser(browser):
             assert quantity in table
         assert "yes" in table  # greedy: the two lanes' outputs are identical
 
+        # One verdict, once the run has ended, with its interval (issue #20).
+        page.wait_for_function("() => !document.querySelector('#result-card').innerText.includes('appears here')",
+                               timeout=30_000)
+        card = page.locator("#result-card").inner_text()
+        assert card.split(" ", 1)[1].startswith(("faster", "slower")) and "tokens per target pass" in card, card
+        page.locator("#replay:not([disabled])").wait_for(timeout=10_000)  # Replay on, Stop off, once it ended
+        assert not page.locator("#stop").is_enabled()
+
         SCREENSHOT.parent.mkdir(exist_ok=True)
         page.screenshot(path=str(SCREENSHOT), full_page=True)
         assert SCREENSHOT.stat().st_size > 20_000
@@ -90,3 +98,30 @@ def test_default_preset_runs_in_the_browser(browser):
         page.wait_for_function("() => document.querySelector('#stats-table').innerText.includes('self · layers 0-14')",
                                timeout=30_000)
         assert "yes" in page.locator("#stats-table").inner_text()
+
+
+def test_a_phone_stacks_the_lanes_and_stop_leaves_a_replayable_run(browser):
+    """Issue #20: at 390 px the lanes stack; no verdict while a run streams; Stop says where it
+    stopped and the run so far replays."""
+    import space_config
+    from specdec.playground.store import ModelStore
+
+    with launched(limits=space_config.LOCAL_LIMITS, store=ModelStore(device="cpu")) as (url, _):
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        page.goto(url)
+        page.wait_for_selector("#run", timeout=60_000)
+        standard, speculative = (page.locator(f"#{lane}-lane").bounding_box() for lane in ("standard", "speculative"))
+        assert speculative["y"] >= standard["y"] + standard["height"] - 1  # one under the other
+        assert not page.locator("#stop").is_enabled() and not page.locator("#replay").is_enabled()
+        number = page.get_by_label("Max new tokens").and_(page.locator("input[type=number]"))
+        number.fill("400")
+        number.press("Enter")
+        page.locator("#run").click()
+        page.wait_for_function("() => Number(document.querySelector('#speculative-lane .lane').dataset.tokens) > 3",
+                               timeout=120_000)
+        assert "appears here when a run ends" in page.locator("#result-card").inner_text()
+        page.locator("#stop").click()
+        page.wait_for_function("() => document.querySelector('#speculative-lane').innerText.includes('stopped after')",
+                               timeout=30_000)
+        page.locator("#replay:not([disabled])").wait_for(timeout=10_000)
+        assert not page.locator("#stop").is_enabled()
