@@ -169,6 +169,19 @@ def drafter_fields(name: str) -> tuple:
     return gr.update(visible=name == "self"), *[gr.update(visible=name in TREE)] * 2
 
 
+def auto_reason(drafter: str, draft: str | None) -> str:
+    """What Auto set and why, in one line (shown under the preset)."""
+    if drafter == "cross-tokenizer":
+        return ("**Auto:** the draft has another tokenizer, so it drafts through text (cross-tokenizer), with the "
+                "cost policy choosing k each round; plain decoding where drafting does not pay.")
+    sources = "prompt lookup and lookup-tree where the text repeats, token recycling"
+    if draft and draft.strip():
+        sources += ", the draft model and its tree"
+    return (f"**Auto:** the cost policy over every source this pair has ({sources}), choosing each round the one "
+            "with the most expected tokens per second, k up to 32 with confidence stops; plain decoding where "
+            "none pays.")
+
+
 def run_started() -> tuple:
     return gr.update(interactive=True), gr.update(interactive=False), render.result_card(None)
 
@@ -484,7 +497,8 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
         run_event.then(charts.verify_cost_figure, [stats_json], [verify_plot], api_visibility="private", queue=False)
         replay_button.click(replay, [trace], [standard_lane, speculative_lane], api_name="replay",
                             concurrency_limit=4, show_progress="hidden")
-        auto.click(auto_drafter, [target, draft], [drafter, policy, adaptive_k], api_visibility="private",
+        auto.click(lambda t, d: (*auto_drafter(t, d), auto_reason(auto_drafter(t, d)[0], d)), [target, draft],
+                   [drafter, policy, adaptive_k, preset_note], api_visibility="private",
                    queue=False)
         drafter.change(drafter_fields, [drafter], [draft_layers, tree_budget, tree_branching],
                        api_visibility="private", queue=False)

