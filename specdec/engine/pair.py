@@ -184,10 +184,16 @@ class Pair:
     def measure_verify_costs(self, context_ids: list[int]) -> VerifyCosts:
         """Time the target over each width (verify_costs.WIDTHS) and hand the table to the cost models."""
         self.verify_costs = measure_verify_costs(self._speculative_lane, context_ids)
+        # Seeded before restoring, so the fresh table wins over a saved one at every width it measured
+        # (seed_verify and restore fill only what is missing), and again after, for restored setups.
+        self._seed_verify()
         self.restore_costs()
-        for costs in self.costs.values():  # one shared table: seeding the first seeds all that share it
-            costs.seed_verify(self.verify_costs)
+        self._seed_verify()
         return self.verify_costs
+
+    def _seed_verify(self) -> None:
+        for costs in self.costs.values():
+            costs.seed_verify(self.verify_costs)
 
     # --- the cost models across processes ------------------------------------------------------
 

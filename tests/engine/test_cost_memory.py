@@ -116,3 +116,18 @@ def test_setups_that_draft_differently_keep_their_own_evidence(models, monkeypat
     assert pair.cost_model(base).source("self").kept and not pair.cost_model(other_layers).source("self").kept
     assert pair.cost_model(other_layers).verify is pair.cost_model(base).verify
     assert pair.cost_model(other_tree).pass_seconds(5) == pytest.approx(TABLE.at(5), rel=0.5)
+
+
+def test_a_fresh_verify_table_wins_over_a_saved_one(models, tmp_path, monkeypatch):
+    """Restored acceptance, yes; restored pass times only where this machine measured none now."""
+    path = tmp_path / "costs.json"
+    first = new_pair(models, monkeypatch=monkeypatch)
+    first.remember_costs(path)
+    first.warm_up(REQUEST)
+    list(first.speculative(REQUEST))
+    slower = VerifyCosts(TABLE.widths, tuple(1.2 * s for s in TABLE.seconds), 8)  # agrees within 30%
+    second = new_pair(models, slower, monkeypatch)
+    second.remember_costs(path)
+    second.warm_up(REQUEST)
+    assert sum(evidence(second)) > 0
+    assert second.cost_model(REQUEST).verify[33].mean == pytest.approx(slower.at(33))
