@@ -236,14 +236,16 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
     owner: dict = {}  # pair key -> id of the run allowed to free it
 
     def _duration(prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed,
-                  policy="fixed", draft_layers="", tree_budget=16, tree_branching=4) -> int:
+                  policy="fixed", draft_layers="", tree_budget=16, tree_branching=4, history=None) -> int:
         return request_duration(limits, store, prompt, target, draft, drafter, k, adaptive_k, temperature, top_p,
-                                max_new_tokens, seed, policy, draft_layers, tree_budget, tree_branching)
+                                max_new_tokens, seed, policy, draft_layers, tree_budget, tree_branching, history)
 
     @gpu(_duration)
     def compare(prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed,
-                policy="fixed", draft_layers="", tree_budget=16, tree_branching=4):
-        """Standard and speculative decoding of one prompt, streamed side by side. policy (optional):
+                policy="fixed", draft_layers="", tree_budget=16, tree_branching=4, history=None):
+        """Standard and speculative decoding of one prompt, streamed side by side. history (the UI's
+        follow-up box only, not an API argument): earlier turns as [[user, assistant], ...]; the prompt
+        is then the next user turn, and both lanes read the same conversation. policy (optional):
         fixed, heuristic (what adaptive_k turns on) or cost (k from measured acceptance and costs).
         draft_layers (optional): the self drafter's layers, like '0-7' or '0-5,9,11' ('' = the target's
         first half); other drafters ignore it. tree_budget, tree_branching (last, optional): the tree
@@ -257,7 +259,8 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
         "target_fate" ("corrected" or "bonus"; null when the run ended inside the round)}."""
         try:
             checked = check_request(limits, prompt, target, draft, drafter, k, adaptive_k, temperature, top_p,
-                                    max_new_tokens, seed, policy, draft_layers, tree_budget, tree_branching)
+                                    max_new_tokens, seed, policy, draft_layers, tree_budget, tree_branching,
+                                    history)
         except InvalidInput as error:
             raise gr.Error(str(error)) from None
         titles = _titles(checked)
@@ -272,7 +275,7 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
                               Sampling(checked.temperature, 0, checked.top_p, checked.seed),
                               Speculation(checked.k, k_max=limits.k_max, policy=checked.policy,
                                           tree=TreeShape(checked.tree_budget, checked.tree_branching)),
-                              checked.drafter, draft_layers=layers)
+                              checked.drafter, draft_layers=layers, history=checked.history)
             prompt_ids = pair.prompt_ids(request)
             check_prompt_tokens(len(prompt_ids), limits)
             yield from _race(pair, request, prompt_ids, checked, titles)
@@ -338,7 +341,9 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
                 live = {"finished": False, "standard": race.standard.summary(),
                         "speculative": race.speculative.summary()}
                 yield (*_lanes(race, titles), *[gr.skip()] * 5, live, gr.skip())
-        replay = {"steps": race.steps, "titles": titles, "trees": race.trees}  # trees: for the Round slider
+        replay = {"steps": race.steps, "titles": titles, "trees": race.trees,  # trees: for the Round slider
+                  # a follow-up asks after this turn: the conversation so far, the standard lane's answer last
+                  "history": [*map(list, request.history), [request.prompt, race.standard.summary()["text"]]]}
         yield _full_frame(race, checked, pair, titles, limits.k_max, replay=replay)
 
     def replay(trace):
@@ -384,14 +389,23 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
             return auto_fields(draft)
         return auto_fields(draft, store.same_tokenizer(*specs) is not False)
 
-    return compare, replay, preset_fields, limits_info, auto
+    def follow_up(*values):
+        """Ask the follow-up box's text after the last run's turn: the same fields, the conversation so
+        far (the last run's, its standard lane's answer last) as history."""
+        *fields, text, trace = values
+        history = (trace or {}).get("history")
+        if not history:
+            raise gr.Error("nothing to follow up yet: run a comparison first")
+        yield from compare(text, *fields[1:], history=history)  # the run's fields, the follow-up as its prompt
+
+    return compare, replay, preset_fields, limits_info, auto, follow_up
 
 
 def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
                queue_max_size: int | None = None, replay_max_seconds: float | None = None) -> gr.Blocks:
     limits = limits or space_config.limits()
     store = store or ModelStore(space_config.MAX_LOADED_MODELS)
-    compare, replay, preset_fields, limits_info, auto_drafter = make_handlers(
+    compare, replay, preset_fields, limits_info, auto_drafter, follow_up = make_handlers(
         limits, store, replay_max_seconds or space_config.REPLAY_MAX_SECONDS)
     public = limits.allowlist is not None
     default = presets.DEFAULT
@@ -403,6 +417,10 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
         with gr.Row():
             with gr.Column(scale=3):
                 prompt = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=6, max_lines=14)
+                with gr.Row():
+                    follow_text = gr.Textbox("", label="Follow-up", lines=1, scale=4, elem_id="follow-up",
+                                             placeholder="asked after the last run's answer (the standard lane's)")
+                    follow_button = gr.Button("Ask follow-up", elem_id="ask-follow-up", scale=1)
                 preset = gr.Dropdown(presets.choices(), value=default.label, label="Model pair preset")
                 preset_note = gr.Markdown(default.note + ".")
                 with gr.Row():
@@ -484,8 +502,14 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
                                  concurrency_id="gpu", concurrency_limit=space_config.GPU_CONCURRENCY,
                                  show_progress="minimal")
         run_event.then(run_ended, [stats_json], [card, stop, replay_button], api_visibility="private", queue=False)
-        stop.click(stopped_lanes, [trace], [standard_lane, speculative_lane, stop, replay_button], cancels=[run_event],
-                   api_visibility="private", queue=False)
+        follow_started = follow_button.click(run_started, None, [stop, replay_button, card], api_visibility="private",
+                                             queue=False)
+        follow_event = follow_started.then(follow_up, inputs + [follow_text, trace], outputs, api_visibility="private",
+                                           preprocess=False, concurrency_id="gpu",
+                                           concurrency_limit=space_config.GPU_CONCURRENCY, show_progress="minimal")
+        follow_event.then(run_ended, [stats_json], [card, stop, replay_button], api_visibility="private", queue=False)
+        stop.click(stopped_lanes, [trace], [standard_lane, speculative_lane, stop, replay_button],
+                   cancels=[run_event, follow_event], api_visibility="private", queue=False)
         policy.change(lambda name: gr.update(info=POLICIES.get(name, "")), [policy], [policy],
                       api_visibility="private", queue=False)
         for field in (target, draft, drafter):  # hand-edited fields are no preset any more

@@ -68,6 +68,7 @@ class Checked:
     draft_layers: str | None = None  # the self drafter's layers as typed ("" = its default); None for others
     tree_budget: int = 16  # the tree drafters' TreeShape; checked for every drafter, read by the tree ones
     tree_branching: int = 4
+    history: tuple[tuple[str, str], ...] = ()  # earlier (user, assistant) turns: prompt is a follow-up
 
 
 def _brief(value) -> str:
@@ -205,7 +206,8 @@ def no_draft_drafters(conjunction: str = "and") -> str:
 
 
 def check_request(limits: Limits, prompt, target, draft, drafter, k, adaptive, temperature, top_p,
-                  max_new_tokens, seed, policy="fixed", draft_layers="", tree_budget=16, tree_branching=4) -> Checked:
+                  max_new_tokens, seed, policy="fixed", draft_layers="", tree_budget=16, tree_branching=4,
+                  history=None) -> Checked:
     """All checks that need no model, in the order of the API's arguments."""
     prompt = check_prompt(prompt, limits)
     if not isinstance(drafter, str) or drafter not in DRAFTERS:  # a list or dict is not even hashable
@@ -237,4 +239,26 @@ def check_request(limits: Limits, prompt, target, draft, drafter, k, adaptive, t
         draft_layers=draft_layers,
         tree_budget=_number("tree_budget", tree_budget, 1, limits.tree_budget_max, integer=True),
         tree_branching=_number("tree_branching", tree_branching, 1, MAX_BRANCHING, integer=True),
+        history=check_history(history, limits),
     )
+
+
+MAX_TURNS = 8  # earlier turns a follow-up may carry
+
+
+def check_history(history, limits: Limits) -> tuple[tuple[str, str], ...]:
+    """A conversation's earlier turns: a list of [user, assistant] pairs of text (None or [] = none),
+    at most MAX_TURNS, each text within the prompt's character limit."""
+    if history is None:
+        return ()
+    if not isinstance(history, (list, tuple)) or len(history) > MAX_TURNS:
+        raise InvalidInput(f"history must be a list of at most {MAX_TURNS} [user, assistant] pairs, "
+                           f"got {_brief(history)}")
+    turns = []
+    for turn in history:
+        if not (isinstance(turn, (list, tuple)) and len(turn) == 2 and all(isinstance(t, str) for t in turn)):
+            raise InvalidInput(f"each history turn must be a [user, assistant] pair of texts, got {_brief(turn)}")
+        if any(len(t) > limits.max_prompt_chars for t in turn):
+            raise InvalidInput(f"a history turn is too long: the limit is {limits.max_prompt_chars} characters a text")
+        turns.append((turn[0], turn[1]))
+    return tuple(turns)

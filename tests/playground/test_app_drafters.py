@@ -112,3 +112,32 @@ def test_auto_says_what_it_set_and_why():
     assert "every source" in with_draft and "the draft model" in with_draft and "plain decoding" in with_draft
     assert "token recycling" in alone and "draft model" not in alone
     assert "another tokenizer" in app.auto_reason("cross-tokenizer", "embedded")
+
+
+def test_a_follow_up_is_asked_after_the_last_runs_answer(tmp_path):
+    """Issue #21's follow-up box: the next turn is asked after the last run's turn, the standard
+    lane's answer as history, both lanes on the same conversation (greedy: identical)."""
+    import gradio as gr
+
+    import app
+    from app_support import TEST_LIMITS, VOCAB, save_model, tiny_tokenizer
+    from conftest import tiny_model
+    from specdec.playground.limits import InvalidInput, MAX_TURNS, check_history
+    from specdec.playground.store import ModelStore
+
+    target = save_model(tmp_path / "target", tiny_model("llama", seed=0, vocab=VOCAB), tiny_tokenizer())
+    compare, *_, follow_up = app.make_handlers(TEST_LIMITS, ModelStore(device="cpu"), 3.0)
+    fields = args("hello there", target, max_new_tokens=6) + [16, 4]
+    first = list(compare(*fields))[-1]
+    trace = first[-1]
+    assert trace["history"] == [["hello there", first[7]["standard"]["text"]]]
+    second = list(follow_up(*fields, "and then?", trace))[-1]
+    assert second[7]["finished"] and second[7]["identical"]
+    assert second[-1]["history"][:1] == trace["history"] and second[-1]["history"][1][0] == "and then?"
+    with pytest.raises(gr.Error, match="nothing to follow up yet"):
+        list(follow_up(*fields, "x", None))
+    assert check_history(None, TEST_LIMITS) == () and check_history([["a", "b"]], TEST_LIMITS) == (("a", "b"),)
+    for bad, message in ((["ab"], "pair of texts"), ([["a", "b"]] * (MAX_TURNS + 1), f"at most {MAX_TURNS}"),
+                         ([["a" * 401, "b"]], "the limit is 400 characters")):
+        with pytest.raises(InvalidInput, match=message):
+            check_history(bad, TEST_LIMITS)
