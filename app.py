@@ -46,6 +46,9 @@ CSS = """
 .result-card { font-size: 15px; margin: 6px 2px; padding: 8px 12px; border-radius: 8px; background: #eef2ff; }
 .result-card.idle { background: none; color: #6b7280; font-size: 13px; }
 .result-note { font-size: 13px; color: #92400e; margin-top: 2px; }
+/* One error, one message: the toast says what failed and the lanes say the run failed, so the
+   per-output "Error" badges of Gradio's status trackers would only repeat it. */
+.block .wrap > span.error { display: none; }
 @media (max-width: 700px) {  /* a phone: the lanes stack, the legend wraps */
   #lanes { flex-direction: column !important; }
   #lanes > div { width: 100% !important; min-width: 100% !important; }
@@ -97,7 +100,7 @@ def _result(race: Race, checked: Checked, pair) -> dict:
              "standard": race.standard.summary(), "speculative": race.speculative.summary()}
     stats.update(final=race.finished, repeats=1, interval=None, busy=None)  # provisional until the run ends
     if race.finished:  # the verdict's uncertainty, and the measured setup as the serving flags that reproduce it
-        stats.update(_uncertainty(race, pair))
+        stats.update(_uncertainty(race, pair, stats["speedup"]))
         stats["serving"] = serving_config(stats, checked.drafter, checked.draft)
         stats["trees"] = race.trees if checked.drafter in TREE else None
     return stats
@@ -106,11 +109,11 @@ def _result(race: Race, checked: Checked, pair) -> dict:
 BUSY_STEP = 1.3  # a standard step this much slower than the warm-up's: something else was using the device
 
 
-def _uncertainty(race: Race, pair) -> dict:
+def _uncertainty(race: Race, pair, speedup: float | None) -> dict:
     """A 90% bootstrap interval of the speedup (engine.stats.speedup_interval), and whether the
     machine was busy: the standard lane's median step against the single step timed at warm-up."""
     steps = [e.seconds for e in race.token_events]
-    interval = speedup_interval(steps, [(len(r.tokens), r.seconds) for r in race.rounds])
+    interval = speedup_interval(steps, [(len(r.tokens), r.seconds) for r in race.rounds], point=speedup)
     quiet = pair.verify_costs.seconds[0] if pair.verify_costs else None
     busy = None if quiet is None or len(steps) < 2 else median_step_seconds(steps) > BUSY_STEP * quiet
     return {"interval": list(interval) if interval else None, "busy": busy}
@@ -183,15 +186,28 @@ def auto_reason(drafter: str, draft: str | None) -> str:
 
 
 def run_started() -> tuple:
-    return gr.update(interactive=True), gr.update(interactive=False), render.result_card(None)
+    """Before a run: Stop on, Replay off, the card and the last run's stats cleared, no Stop pressed yet."""
+    return gr.update(interactive=True), gr.update(interactive=False), render.result_card(None), False, None
 
 
-def run_ended(stats) -> tuple:
-    return render.result_card(stats), gr.update(interactive=False), gr.update(interactive=True)
+def run_ended(stats, trace, stopping) -> tuple:
+    """After a run, however it ended: the card, Stop off, Replay on where there is something to
+    replay, and the lanes told how it ended. This runs as the run's `.then`, which Gradio's front
+    end fires only once the run's stream is closed (finished, failed or cancelled), so no late frame
+    can overwrite what it writes. `stopping` is set in the browser by Stop itself, before the cancel."""
+    if stats and stats.get("final"):  # finished: the last frame already shows the lanes
+        return render.result_card(stats), gr.update(interactive=False), gr.update(interactive=True), \
+            gr.skip(), gr.skip()
+    # The trace is this run's once its stats carry the lanes: the race's first frame is a full one,
+    # which writes the trace (before it, while loading or refused, the trace is the last run's).
+    trace = trace if stats and "standard" in stats else None
+    steps = (trace or {}).get("steps") or []
+    lanes = idle_lanes(trace, "stopped" if stopping else "failed")
+    return render.result_card(None), gr.update(interactive=False), gr.update(interactive=bool(steps)), *lanes
 
 
-def stopped_lanes(trace) -> tuple:
-    """After Stop: the lanes as far as they got, saying so, and Replay on (the trace so far replays)."""
+def idle_lanes(trace, ending: str) -> tuple[str, str]:
+    """The lanes as far as a run got, saying how it ended ('stopped'), idle: nothing says running."""
     steps = (trace or {}).get("steps") or []
     titles = (trace or {}).get("titles") or ("Standard", "Speculative")
     lanes = []
@@ -199,10 +215,10 @@ def stopped_lanes(trace) -> tuple:
         own = [s for s in steps if s.lane == name]
         pieces = lane_pieces(steps, name, len(own))
         tokens = sum(1 for _ in pieces)
-        note = "" if own else "stopped before its first token"
-        lanes.append(render.lane_html(name, f"{title} · stopped after {tokens} tokens", pieces, tokens,
-                                      own[-1].at if own else 0.0, False, note))
-    return (*lanes, gr.update(interactive=False), gr.update(interactive=bool(steps)))
+        note = "" if own else f"{ending} before its first token" + (": the message says why" * (ending == "failed"))
+        lanes.append(render.lane_html(name, f"{title} · {ending} after {tokens} tokens", pieces, tokens,
+                                      own[-1].at if own else 0.0, False, note, state=ending))
+    return tuple(lanes)
 
 
 def tree_view(trace) -> tuple:
@@ -326,7 +342,7 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
                 pair.warm_up(request)  # one-time costs (allocator, lazy init) stay off the clocks
             store.warmed.add(warm_key)
         race = Race(pair, request, prompt_ids)
-        last_text = last_charts = 0.0
+        last_text = last_charts = 0.0  # so the first frame is a full one: it writes this run's trace
         for _ in race:
             now = time.monotonic()
             if race.finished:
@@ -497,19 +513,30 @@ def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
         # message naming the limit instead of a component's generic one.
         # One chain, so its steps cannot overtake each other: Stop on, Replay off and the card cleared,
         # then the run, then the card, Stop off and Replay on (Stop and Replay only where they can act).
-        started = run.click(run_started, None, [stop, replay_button, card], api_visibility="private", queue=False)
+        # Stop sets `stopping` in the browser (no round trip) and cancels the run; the run's `.then`
+        # (run_ended) then tells the lanes how it ended. Not a server handler on Stop itself: its answer
+        # could arrive before the cancel, and a frame still in flight would overwrite it.
+        stopping = gr.Checkbox(False, visible=False)
+        ended_outputs = [card, stop, replay_button, standard_lane, speculative_lane]
+        start_outputs = [stop, replay_button, card, stopping, stats_json]
+        started = run.click(run_started, None, start_outputs, api_visibility="private", queue=False)
         run_event = started.then(compare, inputs, outputs, api_name="compare", preprocess=False,
                                  concurrency_id="gpu", concurrency_limit=space_config.GPU_CONCURRENCY,
                                  show_progress="minimal")
-        run_event.then(run_ended, [stats_json], [card, stop, replay_button], api_visibility="private", queue=False)
-        follow_started = follow_button.click(run_started, None, [stop, replay_button, card], api_visibility="private",
-                                             queue=False)
+        run_event.then(run_ended, [stats_json, trace, stopping], ended_outputs, api_visibility="private", queue=False)
+        follow_started = follow_button.click(run_started, None, start_outputs, api_visibility="private", queue=False)
         follow_event = follow_started.then(follow_up, inputs + [follow_text, trace], outputs, api_visibility="private",
                                            preprocess=False, concurrency_id="gpu",
                                            concurrency_limit=space_config.GPU_CONCURRENCY, show_progress="minimal")
-        follow_event.then(run_ended, [stats_json], [card, stop, replay_button], api_visibility="private", queue=False)
-        stop.click(stopped_lanes, [trace], [standard_lane, speculative_lane, stop, replay_button],
-                   cancels=[run_event, follow_event], api_visibility="private", queue=False)
+        follow_event.then(run_ended, [stats_json, trace, stopping], ended_outputs, api_visibility="private",
+                          queue=False)
+        # Gradio 6.31's front end does not fire `.then` after an error (its docs say it should), so a
+        # failure gets the same ending explicitly; were both to fire, run_ended writes the same twice.
+        for event in (run_event, follow_event):
+            event.failure(run_ended, [stats_json, trace, stopping], ended_outputs, api_visibility="private",
+                          queue=False)
+        stop.click(None, None, [stopping], js="() => true", cancels=[run_event, follow_event],
+                   api_visibility="private", queue=False)
         policy.change(lambda name: gr.update(info=POLICIES.get(name, "")), [policy], [policy],
                       api_visibility="private", queue=False)
         for field in (target, draft, drafter):  # hand-edited fields are no preset any more

@@ -125,3 +125,27 @@ def test_a_phone_stacks_the_lanes_and_stop_leaves_a_replayable_run(browser):
                                timeout=30_000)
         page.locator("#replay:not([disabled])").wait_for(timeout=10_000)
         assert not page.locator("#stop").is_enabled()
+        page.wait_for_timeout(2_000)  # a frame still in flight at Stop would land by now
+        for lane in ("standard", "speculative"):
+            assert "running" not in page.locator(f"#{lane}-lane .lane").inner_text()
+            assert "stopped after" in page.locator(f"#{lane}-lane").inner_text()
+
+
+def test_a_failed_run_shows_one_message_and_leaves_the_lanes_idle(browser):
+    """Issue #20: an error is one message (no badge on every output), and the lanes say the run
+    failed instead of 'loading' forever; Stop goes off again."""
+    import space_config
+    from specdec.playground.store import ModelStore
+
+    with launched(limits=space_config.LOCAL_LIMITS, store=ModelStore(device="cpu")) as (url, _):
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url)
+        page.wait_for_selector("#run", timeout=60_000)
+        page.get_by_label("Target model").fill("/no/such/model-folder")
+        page.locator("#run").click()
+        page.wait_for_function("() => document.querySelector('#speculative-lane').innerText.includes('failed')",
+                               timeout=60_000)
+        assert "loading" not in page.locator("#standard-lane").inner_text()
+        assert page.locator(".toast-body").count() == 1
+        assert page.get_by_text("Error", exact=True).filter(visible=True).count() == 1  # the toast's title
+        assert not page.locator("#stop").is_enabled()

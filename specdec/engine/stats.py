@@ -102,16 +102,23 @@ def median_step_seconds(seconds: Sequence[float]) -> float:
 
 
 def speedup_interval(standard_seconds: Sequence[float], rounds: Sequence[tuple[int, float]], level: float = 0.9,
-                     draws: int = 1000, seed: int = 0) -> tuple[float, float] | None:
+                     draws: int = 1000, seed: int = 0, point: float | None = None) -> tuple[float, float] | None:
     """A bootstrap interval for the measured speedup: how sure one run is of its own answer.
 
     The speedup is (speculative tokens / speculative seconds) / (standard tokens / standard seconds).
     Each lane is a sample of independent units of work: the standard lane's steps (one token each)
     and the speculative lane's rounds (tokens, seconds). Resampling each with replacement, `draws`
-    times with a fixed seed, gives the run's sampling distribution of the ratio; the interval is its
-    central `level` share. It captures what one run's noise can do (a busy moment, a lucky stretch of
-    text); it cannot see a machine that was slow throughout. The first unit of each lane carries
-    the prefill and is left out, as the cost ratio leaves it out. None with fewer than 3 units a lane."""
+    times with a fixed seed, gives the run's sampling distribution of the ratio r* around the
+    sample's own ratio r; the interval is its central `level` share. It captures what one run's
+    noise can do (a busy moment, a lucky stretch of text); it cannot see a machine that was slow
+    throughout. The first unit of each lane carries the prefill and is left out, as the cost ratio
+    leaves it out. None with fewer than 3 units a lane.
+
+    `point` is the speedup the caller reports, which may count the prefill that the resampling
+    leaves out. The interval is then the same relative spread around it, point × [r*_lo / r,
+    r*_hi / r], widened to hold the point itself: an interval printed beside a number that it does
+    not contain would contradict itself (it can happen only when r sits in a tail of its own
+    resampling distribution, with a handful of very uneven rounds)."""
     import torch
 
     steps, spec = list(standard_seconds[1:]), list(rounds[1:])
@@ -127,4 +134,8 @@ def speedup_interval(standard_seconds: Sequence[float], rounds: Sequence[tuple[i
     spec_rate = tokens[pick_spec].sum(1) / seconds[pick_spec].sum(1)
     ratios = (spec_rate / std_rate).sort().values
     tail = (1 - level) / 2
-    return float(ratios[int(tail * (draws - 1))]), float(ratios[int((1 - tail) * (draws - 1))])
+    low, high = float(ratios[int(tail * (draws - 1))]), float(ratios[int((1 - tail) * (draws - 1))])
+    if point is None:
+        return low, high
+    sample = float((tokens.sum() / seconds.sum()) / (len(steps) / std.sum()))
+    return min(point, point * low / sample), max(point, point * high / sample)

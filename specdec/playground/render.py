@@ -35,10 +35,11 @@ def _span(text: str, fate: str) -> str:
 
 
 def lane_html(lane: str, title: str, pieces: list[tuple[str, str]], tokens: int, seconds: float,
-              finished: bool, note: str = "") -> str:
-    """A lane: a header with its live tokens/s, then its text (speculative tokens coloured)."""
+              finished: bool, note: str = "", state: str | None = None) -> str:
+    """A lane: a header with its live tokens/s, then its text (speculative tokens coloured). The
+    state reads done, running or nothing, unless the caller names how the run ended ('stopped')."""
     rate = tokens / seconds if seconds > 0 else None
-    state = "done" if finished else ("running" if tokens else "")
+    state = state if state is not None else "done" if finished else ("running" if tokens else "")
     body = "".join(_span(text, fate) for text, fate in pieces) or html.escape(note)
     return (
         f'<div class="lane lane-{lane}" data-tokens="{tokens}" data-finished="{str(finished).lower()}">'

@@ -95,3 +95,18 @@ def test_the_speedup_interval_is_seeded_and_holds_the_measured_ratio():
     assert speedup_interval(steady, rounds) == speedup_interval(steady, rounds)  # seeded
     assert speedup_interval([0.1] * 20, [(2, 0.1)] * 20) == pytest.approx((2.0, 2.0))  # no noise, no width
     assert speedup_interval([0.1, 0.1], rounds) is None
+
+
+def test_the_speedup_interval_holds_the_reported_speedup_that_counts_the_prefill():
+    """The CI failure of 2026-11-24: the app reports a speedup with the prefill counted, 0.93x, and
+    the resampling (prefill left out) gave [0.80, 0.91]; the interval now sits around the reported point."""
+    from specdec.engine.stats import speedup_interval
+
+    steady = [0.1] * 20
+    rounds = [(3, 0.2)] * 5 + [(1, 0.12)] * 5
+    plain = speedup_interval([0.5] + steady, [(1, 2.0)] + rounds)
+    reported = ((1 + sum(t for t, _ in rounds)) / (2.0 + sum(s for _, s in rounds))) / (21 / 2.5)
+    assert not plain[0] <= reported <= plain[1]  # the case: a slow speculative prefill
+    low, high = speedup_interval([0.5] + steady, [(1, 2.0)] + rounds, point=reported)
+    assert low <= reported <= high
+    assert (high / low) == pytest.approx(plain[1] / plain[0])  # the same relative spread
