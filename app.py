@@ -8,9 +8,14 @@ API"): /compare, /replay, /limits.
 """
 from __future__ import annotations
 
+import inspect
 import os
+import queue
+import threading
 import time
 import uuid
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -24,7 +29,7 @@ from specdec.engine.policy import POLICIES  # noqa: E402
 from specdec.engine.stats import median_step_seconds, speedup_interval  # noqa: E402
 from specdec.engine.loaded import TokenizerMismatch  # noqa: E402
 from specdec.engine.pair import Request  # noqa: E402
-from specdec.playground import charts, presets, render  # noqa: E402
+from specdec.playground import charts, fields, presets, render  # noqa: E402
 from specdec.playground.limits import (  # noqa: E402
     Checked, InvalidInput, Limits, check_model, check_prompt_tokens, check_request, no_draft_drafters)
 from specdec.playground.session import (  # noqa: E402
@@ -235,331 +240,405 @@ def tree_round(trace, number) -> object:
     return charts.tree_figure(pick_tree((trace or {}).get("trees"), number))
 
 
-def request_duration(limits: Limits, store: ModelStore, *request) -> int:
-    """ZeroGPU seconds for a raw /compare request (its arguments in API order).
+@dataclass(frozen=True)
+class Server:
+    """What the handlers share: the limits, the loaded models, the replay cap, and which run may free
+    each pair's caches (a newer run on the same pair takes it over)."""
+
+    limits: Limits
+    store: ModelStore
+    replay_max_seconds: float
+    owners: dict = field(default_factory=dict)  # (target, draft) -> the id of the run allowed to free it
+
+
+def request_duration(limits: Limits, store: ModelStore, *request, **named) -> int:
+    """ZeroGPU seconds for a raw /compare request (its arguments as the API takes them).
 
     ZeroGPU asks before compare runs, so this sees the request unvalidated and must never raise: a
     request that fails validation gets the minimum, and compare's own validation reports why."""
     try:
-        checked = check_request(limits, *request)
+        checked = check_request(limits, *request, **named)
     except Exception:  # noqa: BLE001 - whatever it is, compare raises it again with its message
         return space_config.ZERO_GPU["min_seconds"]
     needs_load = not all(store.is_loaded(s) for s in (checked.target, checked.draft) if s)
     return duration_seconds(checked.max_new_tokens, needs_load, space_config.ZERO_GPU)
 
 
-def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float):
-    owner: dict = {}  # pair key -> id of the run allowed to free it
+def compare(server: Server, *values, **named):
+    """Standard and speculative decoding of one prompt, streamed side by side.
 
-    def _duration(prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed,
-                  policy="fixed", draft_layers="", tree_budget=16, tree_branching=4, history=None) -> int:
-        return request_duration(limits, store, prompt, target, draft, drafter, k, adaptive_k, temperature, top_p,
-                                max_new_tokens, seed, policy, draft_layers, tree_budget, tree_branching, history)
+    The arguments are playground.fields' COMPARE_FIELDS, in order (the API page lists each with its
+    help); `history` (the follow-up box only, keyword) holds earlier turns as [[user, assistant], ...],
+    and the prompt is then the next user turn. The stats JSON (8th output) of a finished tree run
+    carries `trees`, one entry per tree round: {"round", "tokens" (node ids), "text" (each node's
+    piece after its ancestors), "parents" (-1 = the root, the last committed token), "path"
+    (accepted nodes, root down), "reach" (the draft's probability of reaching each node; null for
+    lookup-tree), "target_token", "target_text", "target_fate" ("corrected" or "bonus"; null when
+    the run ended inside the round)}."""
+    try:
+        checked = check_request(server.limits, *values, **named)
+    except InvalidInput as error:
+        raise gr.Error(str(error)) from None
+    titles = _titles(checked)
+    run_id, pair, key = uuid.uuid4().hex, None, (checked.target, checked.draft)
+    try:
+        # 1. Load what is missing, streaming the loader's log into the lanes.
+        yield from _load_frames(server.store, checked, titles)
+        pair = server.store.pair(checked.target, checked.draft, log=lambda message: None)
+        server.owners[key] = run_id
+        # 2. The request as the engine takes it, checked against the loaded models.
+        layers = _draft_layers(checked, pair)
+        titles = _titles(checked, layers)
+        engine_request = _engine_request(checked, layers, server.limits.k_max)
+        prompt_ids = pair.prompt_ids(engine_request)
+        check_prompt_tokens(len(prompt_ids), server.limits)
+        # 3. The race, frame by frame.
+        yield from _race_frames(server, pair, engine_request, prompt_ids, checked, titles)
+    except (gr.Error, GeneratorExit):
+        raise
+    except InvalidInput as error:
+        raise gr.Error(str(error)) from None
+    except Exception as error:
+        raise _user_error(error) from error
+    finally:
+        with DEVICE_LOCK:
+            if pair is not None and server.owners.get(key) == run_id:
+                pair.free()  # both lanes' KV caches; the drafter's goes with the generators
+            free_device_memory()
 
-    @gpu(_duration)
-    def compare(prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed,
-                policy="fixed", draft_layers="", tree_budget=16, tree_branching=4, history=None):
-        """Standard and speculative decoding of one prompt, streamed side by side. history (the UI's
-        follow-up box only, not an API argument): earlier turns as [[user, assistant], ...]; the prompt
-        is then the next user turn, and both lanes read the same conversation. policy (optional):
-        fixed, heuristic (what adaptive_k turns on) or cost (k from measured acceptance and costs).
-        draft_layers (optional): the self drafter's layers, like '0-7' or '0-5,9,11' ('' = the target's
-        first half); other drafters ignore it. tree_budget, tree_branching (last, optional): the tree
-        drafters' nodes verified per pass (1 to the limits' tree_budget_max) and children per node
-        (1 to 16); their depth is k, and they take the fixed policy only.
 
-        The stats JSON (8th output) of a finished tree run carries `trees`, one entry per tree round:
-        {"round", "tokens" (node ids), "text" (each node's piece after its ancestors), "parents" (-1 =
-        the root, the last committed token), "path" (accepted nodes, root down), "reach" (the draft's
-        probability of reaching each node; null for lookup-tree), "target_token", "target_text",
-        "target_fate" ("corrected" or "bonus"; null when the run ended inside the round)}."""
+def _engine_request(checked: Checked, layers, k_max: int) -> Request:
+    """The checked fields as the engine's Request (the policy by its one name)."""
+    return Request(checked.prompt, checked.max_new_tokens,
+                   Sampling(checked.temperature, 0, checked.top_p, checked.seed),
+                   Speculation(checked.k, k_max=k_max, policy=checked.policy,
+                               tree=TreeShape(checked.tree_budget, checked.tree_branching)),
+                   checked.drafter, draft_layers=layers, history=checked.history)
+
+
+def _status_frame(titles, note: str) -> tuple:
+    """A frame with no race yet: the note in both lanes and the JSON, every other output left alone."""
+    return (*_lanes(None, titles, note), *[gr.skip()] * 5, {"status": note, "finished": False}, gr.skip())
+
+
+def _load_frames(store: ModelStore, checked: Checked, titles):
+    """Load what is missing on a worker thread, streaming its log lines into the lanes."""
+    specs = [s for s in (checked.target, checked.draft) if s and not store.is_loaded(s)]
+    if not specs:
+        return
+    lines: queue.Queue = queue.Queue()
+    outcome: dict = {}
+
+    def work():
         try:
-            checked = check_request(limits, prompt, target, draft, drafter, k, adaptive_k, temperature, top_p,
-                                    max_new_tokens, seed, policy, draft_layers, tree_budget, tree_branching,
-                                    history)
-        except InvalidInput as error:
-            raise gr.Error(str(error)) from None
-        titles = _titles(checked)
-        run_id, pair, key = uuid.uuid4().hex, None, (checked.target, checked.draft)
-        try:
-            yield from _load(checked, titles)
-            pair = store.pair(checked.target, checked.draft, log=lambda message: None)
-            owner[key] = run_id
-            layers = _draft_layers(checked, pair)
-            titles = _titles(checked, layers)
-            request = Request(checked.prompt, checked.max_new_tokens,
-                              Sampling(checked.temperature, 0, checked.top_p, checked.seed),
-                              Speculation(checked.k, k_max=limits.k_max, policy=checked.policy,
-                                          tree=TreeShape(checked.tree_budget, checked.tree_branching)),
-                              checked.drafter, draft_layers=layers, history=checked.history)
-            prompt_ids = pair.prompt_ids(request)
-            check_prompt_tokens(len(prompt_ids), limits)
-            yield from _race(pair, request, prompt_ids, checked, titles)
-        except (gr.Error, GeneratorExit):
-            raise
-        except InvalidInput as error:
-            raise gr.Error(str(error)) from None
-        except Exception as error:
-            raise _user_error(error) from error
+            store.pair(checked.target, checked.draft, log=lines.put)
+        except BaseException as error:  # re-raised on the request's thread
+            outcome["error"] = error
         finally:
-            with DEVICE_LOCK:
-                if pair is not None and owner.get(key) == run_id:
-                    pair.free()  # both lanes' KV caches; the drafter's goes with the generators
-                free_device_memory()
+            lines.put(None)
 
-    def _load(checked: Checked, titles):
-        """Load what is missing on a worker thread, streaming its log lines into the lanes."""
-        import queue
-        import threading
+    threading.Thread(target=work, daemon=True).start()
+    yield _status_frame(titles, f"⏳ loading {', '.join(specs)}…")
+    while (line := lines.get()) is not None:
+        yield _status_frame(titles, f"⏳ {line}")
+    if "error" in outcome:
+        raise outcome["error"]
 
-        specs = [s for s in (checked.target, checked.draft) if s and not store.is_loaded(s)]
-        if not specs:
-            return
-        lines: queue.Queue = queue.Queue()
-        outcome: dict = {}
 
-        def work():
-            try:
-                store.pair(checked.target, checked.draft, log=lines.put)
-            except BaseException as error:  # re-raised on the request's thread
-                outcome["error"] = error
-            finally:
-                lines.put(None)
+def _race_frames(server: Server, pair, request: Request, prompt_ids, checked: Checked, titles):
+    """The race's frames: a full one (lanes, table, charts, JSON, trace) each CHARTS_EVERY seconds,
+    the first included, so the trace is this run's from its first frame; light ones (lanes and the
+    lanes' text) between; one full frame at the end with everything."""
+    warm_key = (checked.target, checked.draft, checked.drafter)
+    if warm_key not in server.store.warmed:
+        with DEVICE_LOCK:
+            pair.warm_up(request)  # one-time costs (allocator, lazy init) stay off the clocks
+        server.store.warmed.add(warm_key)
+    race = Race(pair, request, prompt_ids)
+    last_text = last_charts = 0.0
+    for _ in race:
+        now = time.monotonic()
+        if race.finished:
+            break  # the final frame below carries everything at once
+        if now - last_charts >= CHARTS_EVERY:
+            last_text = last_charts = now
+            partial = {"steps": race.steps, "titles": titles, "trees": race.trees}  # replayable if stopped
+            yield _full_frame(race, checked, pair, titles, server.limits.k_max, replay=partial)
+        elif now - last_text >= TEXT_EVERY:
+            last_text = now
+            # Light frame: the lanes, and for API clients their text so far (stats come each second).
+            live = {"finished": False, "standard": race.standard.summary(), "speculative": race.speculative.summary()}
+            yield (*_lanes(race, titles), *[gr.skip()] * 5, live, gr.skip())
+    replay_trace = {"steps": race.steps, "titles": titles, "trees": race.trees,  # trees: for the Round slider
+                    # a follow-up asks after this turn: the conversation so far, the standard lane's answer last
+                    "history": [*map(list, request.history), [request.prompt, race.standard.summary()["text"]]]}
+    yield _full_frame(race, checked, pair, titles, server.limits.k_max, replay=replay_trace)
 
-        threading.Thread(target=work, daemon=True).start()
-        note = f"⏳ loading {', '.join(specs)}…"
-        yield (*_lanes(None, titles, note), *[gr.skip()] * 5, {"status": note, "finished": False}, gr.skip())
-        while (line := lines.get()) is not None:
-            note = f"⏳ {line}"
-            yield (*_lanes(None, titles, note), *[gr.skip()] * 5, {"status": note, "finished": False}, gr.skip())
-        if "error" in outcome:
-            raise outcome["error"]
 
-    def _race(pair, request, prompt_ids, checked, titles):
-        warm_key = (checked.target, checked.draft, checked.drafter)
-        if warm_key not in store.warmed:
-            with DEVICE_LOCK:
-                pair.warm_up(request)  # one-time costs (allocator, lazy init) stay off the clocks
-            store.warmed.add(warm_key)
-        race = Race(pair, request, prompt_ids)
-        last_text = last_charts = 0.0  # so the first frame is a full one: it writes this run's trace
-        for _ in race:
-            now = time.monotonic()
-            if race.finished:
-                break  # the final frame below carries everything at once
-            if now - last_charts >= CHARTS_EVERY:
-                last_text = last_charts = now
-                partial = {"steps": race.steps, "titles": titles, "trees": race.trees}  # replayable if stopped
-                yield _full_frame(race, checked, pair, titles, limits.k_max, replay=partial)
-            elif now - last_text >= TEXT_EVERY:
-                last_text = now
-                # Light frame: the lanes, and for API clients their text so far (stats come each second).
-                live = {"finished": False, "standard": race.standard.summary(),
-                        "speculative": race.speculative.summary()}
-                yield (*_lanes(race, titles), *[gr.skip()] * 5, live, gr.skip())
-        replay = {"steps": race.steps, "titles": titles, "trees": race.trees,  # trees: for the Round slider
-                  # a follow-up asks after this turn: the conversation so far, the standard lane's answer last
-                  "history": [*map(list, request.history), [request.prompt, race.standard.summary()["text"]]]}
-        yield _full_frame(race, checked, pair, titles, limits.k_max, replay=replay)
+def replay(server: Server, trace):
+    """Play the last run's two lanes back at their measured pace (sped up past the cap)."""
+    if not trace or not trace.get("steps"):
+        raise gr.Error("nothing to replay yet: run a comparison first")
+    steps, titles = trace["steps"], trace["titles"]
+    speed = replay_speed(steps, server.replay_max_seconds)
+    label = f" · replay {'1×' if speed == 1 else f'{1 / speed:.2g}×'}"
+    start = time.monotonic()
+    for wall, n_std, n_spec in replay_frames(steps, max_seconds=server.replay_max_seconds):
+        time.sleep(max(0.0, start + wall - time.monotonic()))
+        lanes = []
+        for name, title, count in ((STANDARD, titles[0], n_std), (SPECULATIVE, titles[1], n_spec)):
+            own = [s for s in steps if s.lane == name]
+            pieces = lane_pieces(steps, name, count)
+            seconds = own[count - 1].at if count else 0.0
+            tokens = sum(1 for _ in pieces)
+            lanes.append(render.lane_html(name, title + label, pieces, tokens, seconds, count == len(own)))
+        yield tuple(lanes)
 
-    def replay(trace):
-        """Play the last run's two lanes back at their measured pace (sped up past the cap)."""
-        if not trace or not trace.get("steps"):
-            raise gr.Error("nothing to replay yet: run a comparison first")
-        steps, titles = trace["steps"], trace["titles"]
-        speed = replay_speed(steps, replay_max_seconds)
-        label = f" · replay {'1×' if speed == 1 else f'{1 / speed:.2g}×'}"
-        start = time.monotonic()
-        for wall, n_std, n_spec in replay_frames(steps, max_seconds=replay_max_seconds):
-            time.sleep(max(0.0, start + wall - time.monotonic()))
-            lanes = []
-            for name, title, count in ((STANDARD, titles[0], n_std), (SPECULATIVE, titles[1], n_spec)):
-                own = [s for s in steps if s.lane == name]
-                pieces = lane_pieces(steps, name, count)
-                seconds = own[count - 1].at if count else 0.0
-                tokens = sum(1 for _ in pieces)
-                lanes.append(render.lane_html(name, title + label, pieces, tokens, seconds, count == len(own)))
-            yield tuple(lanes)
 
-    def preset_fields(label):
-        if label == presets.CUSTOM:  # the fields were edited by hand: keep them
-            return gr.skip(), gr.skip(), gr.skip(), "Custom models: any Hub id, folder, .gguf or offline name."
-        preset = presets.BY_LABEL.get(label, presets.DEFAULT)
-        status = "" if preset.available() else " **Not fetched yet.**"
-        return preset.target, preset.draft, preset.drafter, f"{preset.note}.{status}"
+def preset_fields(label):
+    """A preset picked: its models and drafter, and its note (saying when it is not fetched yet)."""
+    if label == presets.CUSTOM:  # the fields were edited by hand: keep them
+        return gr.skip(), gr.skip(), gr.skip(), "Custom models: any Hub id, folder, .gguf or offline name."
+    preset = presets.BY_LABEL.get(label, presets.DEFAULT)
+    status = "" if preset.available() else " **Not fetched yet.**"
+    return preset.target, preset.draft, preset.drafter, f"{preset.note}.{status}"
 
-    def limits_info() -> dict:
-        """The app's limits, drafters, k policies and presets, so clients can validate before sending."""
-        return {"limits": limits.as_dict(), "drafters": DRAFTERS, "policies": POLICIES,
-                "public": limits.allowlist is not None,
-                "presets": [{"label": p.label, "target": p.target, "draft": p.draft, "drafter": p.drafter,
-                             "available": p.available()} for p in presets.PRESETS],
-                "loaded": store.loaded()}
 
-    def auto(target, draft):
-        """The Auto button: auto_fields, told whether the draft's tokenizer differs when both models are
-        loaded already (it never loads one: unknown counts as the same)."""
-        try:
-            specs = check_model("target", target, limits), check_model("draft", draft, limits)
-        except InvalidInput:
-            return auto_fields(draft)
-        return auto_fields(draft, store.same_tokenizer(*specs) is not False)
+def limits_info(server: Server) -> dict:
+    """The app's limits, /compare's fields, drafters, k policies and presets, so clients can validate
+    before sending."""
+    limits = server.limits
+    return {"limits": limits.as_dict(), "fields": fields.describe(limits), "drafters": DRAFTERS,
+            "policies": POLICIES, "public": limits.allowlist is not None,
+            "presets": [{"label": p.label, "target": p.target, "draft": p.draft, "drafter": p.drafter,
+                         "available": p.available()} for p in presets.PRESETS],
+            "loaded": server.store.loaded()}
 
-    def follow_up(*values):
-        """Ask the follow-up box's text after the last run's turn: the same fields, the conversation so
-        far (the last run's, its standard lane's answer last) as history."""
-        *fields, text, trace = values
-        history = (trace or {}).get("history")
-        if not history:
-            raise gr.Error("nothing to follow up yet: run a comparison first")
-        yield from compare(text, *fields[1:], history=history)  # the run's fields, the follow-up as its prompt
 
-    return compare, replay, preset_fields, limits_info, auto, follow_up
+def auto(server: Server, target, draft) -> tuple:
+    """The Auto button: auto_fields, told whether the draft's tokenizer differs when both models are
+    loaded already (it never loads one: unknown counts as the same), and the line saying why."""
+    try:
+        specs = check_model("target", target, server.limits), check_model("draft", draft, server.limits)
+        same = server.store.same_tokenizer(*specs) is not False
+    except InvalidInput:
+        same = True
+    drafter, policy, adaptive = auto_fields(draft, same)
+    return drafter, policy, adaptive, auto_reason(drafter, draft)
+
+
+def follow_up(server: Server, *values):
+    """Ask the follow-up box's text after the last run's turn: the same fields, the conversation so
+    far (the last run's, its standard lane's answer last) as history."""
+    *request, text, trace = values
+    history = (trace or {}).get("history")
+    if not history:
+        raise gr.Error("nothing to follow up yet: run a comparison first")
+    yield from compare(server, text, *request[1:], history=history)  # the run's fields, the follow-up its prompt
+
+
+class Handlers(NamedTuple):
+    compare: Callable
+    replay: Callable
+    preset_fields: Callable
+    limits_info: Callable
+    auto: Callable
+    follow_up: Callable
+
+
+def _bound(fn: Callable, server: Server, signature: inspect.Signature | None = None) -> Callable:
+    """fn with the server as its first argument, shown to Gradio with the rest of fn's signature
+    (or the one given), a generator function where fn is one (Gradio streams only those)."""
+    if inspect.isgeneratorfunction(fn):
+        def handler(*args, **kwargs):
+            yield from fn(server, *args, **kwargs)
+    else:
+        def handler(*args, **kwargs):
+            return fn(server, *args, **kwargs)
+    own = inspect.signature(fn)
+    first = next(iter(own.parameters))
+    handler.__signature__ = signature or own.replace(parameters=list(own.parameters.values())[1:])
+    handler.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != first}  # gr.api reads -> dict
+    handler.__name__, handler.__doc__ = fn.__name__, fn.__doc__
+    return handler
+
+
+def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float) -> Handlers:
+    """The handlers bound to one server; compare takes the fields' signature and, with the `spaces`
+    package, asks ZeroGPU for as long as its request needs."""
+    server = Server(limits, store, replay_max_seconds)
+    duration = _bound(lambda s, *request, **named: request_duration(s.limits, s.store, *request, **named), server,
+                      fields.signature())
+    return Handlers(gpu(duration)(_bound(compare, server, fields.signature())), _bound(replay, server),
+                    preset_fields, _bound(limits_info, server), _bound(auto, server), _bound(follow_up, server))
 
 
 def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
                queue_max_size: int | None = None, replay_max_seconds: float | None = None) -> gr.Blocks:
     limits = limits or space_config.limits()
     store = store or ModelStore(space_config.MAX_LOADED_MODELS)
-    compare, replay, preset_fields, limits_info, auto_drafter, follow_up = make_handlers(
-        limits, store, replay_max_seconds or space_config.REPLAY_MAX_SECONDS)
+    handlers = make_handlers(limits, store, replay_max_seconds or space_config.REPLAY_MAX_SECONDS)
     public = limits.allowlist is not None
-    default = presets.DEFAULT
     with gr.Blocks(title="specdec playground") as demo:
         gr.Markdown("# ⚡ specdec playground\nStandard and speculative decoding of the same prompt, on the same "
                     "device, model and seed, streamed side by side. The lanes take turns (whichever has used less "
                     "device time goes next) and each counts only its own device time."
                     + (" *Public mode: preset models and capped lengths.*" if public else ""))
+        ui: dict = {}  # every component by name; /compare's inputs by their field names
         with gr.Row():
             with gr.Column(scale=3):
-                prompt = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=6, max_lines=14)
-                with gr.Row():
-                    follow_text = gr.Textbox("", label="Follow-up", lines=1, scale=4, elem_id="follow-up",
-                                             placeholder="asked after the last run's answer (the standard lane's)")
-                    follow_button = gr.Button("Ask follow-up", elem_id="ask-follow-up", scale=1)
-                preset = gr.Dropdown(presets.choices(), value=default.label, label="Model pair preset")
-                preset_note = gr.Markdown(default.note + ".")
-                with gr.Row():
-                    target = gr.Textbox(default.target, label="Target model",
-                                        info="Hub id, folder, .gguf or offline name")
-                    draft = gr.Textbox(default.draft, label="Draft model",
-                                       info="smaller; another tokenizer needs cross-tokenizer")
-                    drafter = gr.Dropdown(list(DRAFTERS), value=default.drafter, label="Drafter",
-                                          info=f"{no_draft_drafters()} need no draft model")
-                    draft_layers = gr.Textbox("", label="Self-draft layers", elem_id="draft-layers",
-                                              placeholder="first half; e.g. 0-7 or 0-5,9,11",
-                                              info="the target's layers the self drafter drafts from",
-                                              visible=default.drafter == "self")
-                with gr.Row():
-                    tree = default.drafter in TREE
-                    tree_budget = gr.Slider(1, limits.tree_budget_max, value=min(16, limits.tree_budget_max), step=1,
-                                            label="Tree budget", info="tree nodes the target verifies in one pass",
-                                            visible=tree, elem_id="tree-budget")
-                    tree_branching = gr.Slider(1, MAX_BRANCHING, value=4, step=1, label="Tree branching",
-                                               info="draft-tree: children per expanded node; lookup-tree ignores it",
-                                               visible=tree, elem_id="tree-branching")
+                _model_column(ui, limits)
             with gr.Column(scale=2):
-                k = gr.Slider(1, limits.k_max, value=4, step=1, label="k (tokens drafted per round)",
-                              info="tree drafters: the tree's depth")
-                with gr.Row():
-                    policy = gr.Dropdown(list(POLICIES), value="fixed", label="k policy", scale=3,
-                                         info="cost: k each round from measured α, c and verify cost; 0 = plain")
-                    auto = gr.Button("Auto", elem_id="auto", scale=1)
-                # The policy dropdown says it: kept only as /compare's 6th argument, for older clients.
-                adaptive_k = gr.Checkbox(False, label="Adaptive k", visible=False)
-                temperature = gr.Slider(0.0, limits.temperature_max, value=0.0, step=0.05,
-                                        label="Temperature (0 = greedy)")
-                top_p = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p")
-                with gr.Row():
-                    max_new_tokens = gr.Slider(1, limits.max_new_tokens, value=min(96, limits.max_new_tokens), step=1,
-                                               label="Max new tokens", scale=3)
-                    seed = gr.Number(0, label="Seed", precision=0, minimum=0, maximum=limits.seed_max, scale=1)
-                with gr.Row():
-                    run = gr.Button("Run", variant="primary", elem_id="run")
-                    stop = gr.Button("Stop", variant="stop", elem_id="stop", interactive=False)
-                    replay_button = gr.Button("Replay", elem_id="replay", interactive=False)
-        gr.HTML(render.legend_html())
-        with gr.Row(elem_id="lanes", equal_height=True):
-            note = "press Run"
-            standard_lane = gr.HTML(render.lane_html(STANDARD, "Standard", [], 0, 0.0, False, note),
-                                    label="standard", elem_id="standard-lane")
-            speculative_lane = gr.HTML(render.lane_html(SPECULATIVE, "Speculative", [], 0, 0.0, False, note),
-                                       label="speculative", elem_id="speculative-lane")
-        # One verdict, with how sure it is, once a run has ended (never while it streams).
-        card = gr.HTML(render.result_card(None), elem_id="result-card")
-        stats_table = gr.Dataframe(headers=render.STATS_HEADERS, label="Comparison", elem_id="stats-table",
-                                   interactive=False, wrap=True, column_widths=["28%", "22%", "50%"])
-        with gr.Row():
-            chart_rounds = gr.Plot(label="Tokens per round", show_label=False, elem_id="chart-rounds")
-            chart_hist = gr.Plot(label="Accepted-count histogram", show_label=False, elem_id="chart-hist")
-        with gr.Row():
-            chart_speedup = gr.Plot(label="Speedup vs k", show_label=False, elem_id="chart-speedup")
-            chart_positions = gr.Plot(label="Acceptance by position", show_label=False, elem_id="chart-positions")
-        with gr.Column(elem_id="tree-view"):  # a finished tree run's rounds, one tree at a time
-            tree_plot = gr.Plot(charts.tree_figure(None), label="Token tree", show_label=False, elem_id="chart-tree")
-            tree_slider = gr.Slider(1, 2, value=1, step=1, label="Round", visible=False, elem_id="tree-round")
-        # The device's verify-cost table (measured at warm-up) with this run's own passes on it.
-        verify_plot = gr.Plot(charts.verify_cost_figure(None), label="Verify cost by width", show_label=False,
-                              elem_id="chart-verify")
-        with gr.Accordion("Stats (JSON, as the API returns it)", open=False):
-            stats_json = gr.JSON(label="stats")
-        trace = gr.State(None)
-
-        inputs = [prompt, target, draft, drafter, k, adaptive_k, temperature, top_p, max_new_tokens, seed, policy,
-                  draft_layers, tree_budget, tree_branching]
-        outputs = [standard_lane, speculative_lane, stats_table, chart_rounds, chart_hist, chart_speedup,
-                   chart_positions, stats_json, trace]
-        # preprocess=False: values reach playground.limits raw, so out-of-range or NaN input gets a
-        # message naming the limit instead of a component's generic one.
-        # One chain, so its steps cannot overtake each other: Stop on, Replay off and the card cleared,
-        # then the run, then the card, Stop off and Replay on (Stop and Replay only where they can act).
-        # Stop sets `stopping` in the browser (no round trip) and cancels the run; the run's `.then`
-        # (run_ended) then tells the lanes how it ended. Not a server handler on Stop itself: its answer
-        # could arrive before the cancel, and a frame still in flight would overwrite it.
-        stopping = gr.Checkbox(False, visible=False)
-        ended_outputs = [card, stop, replay_button, standard_lane, speculative_lane]
-        start_outputs = [stop, replay_button, card, stopping, stats_json]
-        started = run.click(run_started, None, start_outputs, api_visibility="private", queue=False)
-        run_event = started.then(compare, inputs, outputs, api_name="compare", preprocess=False,
-                                 concurrency_id="gpu", concurrency_limit=space_config.GPU_CONCURRENCY,
-                                 show_progress="minimal")
-        run_event.then(run_ended, [stats_json, trace, stopping], ended_outputs, api_visibility="private", queue=False)
-        follow_started = follow_button.click(run_started, None, start_outputs, api_visibility="private", queue=False)
-        follow_event = follow_started.then(follow_up, inputs + [follow_text, trace], outputs, api_visibility="private",
-                                           preprocess=False, concurrency_id="gpu",
-                                           concurrency_limit=space_config.GPU_CONCURRENCY, show_progress="minimal")
-        follow_event.then(run_ended, [stats_json, trace, stopping], ended_outputs, api_visibility="private",
-                          queue=False)
-        # Gradio 6.31's front end does not fire `.then` after an error (its docs say it should), so a
-        # failure gets the same ending explicitly; were both to fire, run_ended writes the same twice.
-        for event in (run_event, follow_event):
-            event.failure(run_ended, [stats_json, trace, stopping], ended_outputs, api_visibility="private",
-                          queue=False)
-        stop.click(None, None, [stopping], js="() => true", cancels=[run_event, follow_event],
-                   api_visibility="private", queue=False)
-        policy.change(lambda name: gr.update(info=POLICIES.get(name, "")), [policy], [policy],
-                      api_visibility="private", queue=False)
-        for field in (target, draft, drafter):  # hand-edited fields are no preset any more
-            field.change(presets.label_for, [preset, target, draft, drafter], [preset], api_visibility="private",
-                         queue=False)
-        # After a run, its first tree and the slider over the rest. Not trace.change: a State with a change
-        # listener is deep-hashed on every streamed frame, and a tree run's trace is large.
-        run_event.then(tree_view, [trace], [tree_plot, tree_slider], api_visibility="private", queue=False)
-        run_event.then(charts.verify_cost_figure, [stats_json], [verify_plot], api_visibility="private", queue=False)
-        replay_button.click(replay, [trace], [standard_lane, speculative_lane], api_name="replay",
-                            concurrency_limit=4, show_progress="hidden")
-        auto.click(lambda t, d: (*auto_drafter(t, d), auto_reason(auto_drafter(t, d)[0], d)), [target, draft],
-                   [drafter, policy, adaptive_k, preset_note], api_visibility="private",
-                   queue=False)
-        drafter.change(drafter_fields, [drafter], [draft_layers, tree_budget, tree_branching],
-                       api_visibility="private", queue=False)
-        tree_slider.change(tree_round, [trace, tree_slider], [tree_plot], api_visibility="private", queue=False)
-        preset.change(preset_fields, [preset], [target, draft, drafter, preset_note], api_visibility="private",
-                      queue=False)
-        gr.api(limits_info, api_name="limits", concurrency_limit=None)
+                _decoding_column(ui, limits)
+        _result_area(ui)
+        _wire_run(ui, handlers)
+        _wire_fields(ui, handlers)
+        gr.api(handlers.limits_info, api_name="limits", concurrency_limit=None)
     demo.queue(max_size=queue_max_size if queue_max_size is not None else space_config.QUEUE_MAX_SIZE,
                default_concurrency_limit=1)
     return demo
+
+
+def _model_column(ui: dict, limits: Limits) -> None:
+    """The prompt, the follow-up box, the preset and the fields that pick the models and drafter."""
+    default, declared = presets.DEFAULT, fields.FIELD
+    ui["prompt"] = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=6, max_lines=14)
+    with gr.Row():
+        ui["follow_text"] = gr.Textbox("", label="Follow-up", lines=1, scale=4, elem_id="follow-up",
+                                       placeholder="asked after the last run's answer (the standard lane's)")
+        ui["follow_button"] = gr.Button("Ask follow-up", elem_id="ask-follow-up", scale=1)
+    ui["preset"] = gr.Dropdown(presets.choices(), value=default.label, label="Model pair preset")
+    ui["preset_note"] = gr.Markdown(default.note + ".")
+    with gr.Row():
+        ui["target"] = gr.Textbox(default.target, label="Target model", info="Hub id, folder, .gguf or offline name")
+        ui["draft"] = gr.Textbox(default.draft, label="Draft model",
+                                 info="smaller; another tokenizer needs cross-tokenizer")
+        ui["drafter"] = gr.Dropdown(list(DRAFTERS), value=default.drafter, label="Drafter",
+                                    info=f"{no_draft_drafters()} need no draft model")
+        ui["draft_layers"] = gr.Textbox(declared["draft_layers"].value, label="Self-draft layers", elem_id="draft-layers",
+                                        placeholder="first half; e.g. 0-7 or 0-5,9,11",
+                                        info="the target's layers the self drafter drafts from",
+                                        visible=default.drafter == "self")
+    with gr.Row():
+        tree = default.drafter in TREE
+        ui["tree_budget"] = gr.Slider(1, limits.tree_budget_max, step=1, label="Tree budget",
+                                      value=min(declared["tree_budget"].value, limits.tree_budget_max),
+                                      info=declared["tree_budget"].help, visible=tree, elem_id="tree-budget")
+        ui["tree_branching"] = gr.Slider(1, MAX_BRANCHING, value=declared["tree_branching"].value, step=1,
+                                         label="Tree branching", info=declared["tree_branching"].help + "; lookup-tree "
+                                         "ignores it", visible=tree, elem_id="tree-branching")
+
+
+def _decoding_column(ui: dict, limits: Limits) -> None:
+    """k and its policy, sampling, length and seed, and the Run / Stop / Replay buttons."""
+    declared = fields.FIELD
+    ui["k"] = gr.Slider(1, limits.k_max, value=declared["k"].value, step=1, label="k (tokens drafted per round)",
+                        info="tree drafters: the tree's depth")
+    with gr.Row():
+        ui["policy"] = gr.Dropdown(list(POLICIES), value=declared["policy"].value, label="k policy", scale=3,
+                                   info=POLICIES[declared["policy"].value])
+        ui["auto"] = gr.Button("Auto", elem_id="auto", scale=1)
+    # The policy dropdown says it: kept only as /compare's 6th argument, for older clients.
+    ui["adaptive_k"] = gr.Checkbox(declared["adaptive_k"].value, label="Adaptive k", visible=False)
+    ui["temperature"] = gr.Slider(0.0, limits.temperature_max, value=declared["temperature"].value, step=0.05,
+                                  label="Temperature (0 = greedy)")
+    ui["top_p"] = gr.Slider(0.05, 1.0, value=declared["top_p"].value, step=0.05, label="Top-p")
+    with gr.Row():
+        ui["max_new_tokens"] = gr.Slider(1, limits.max_new_tokens, step=1, label="Max new tokens", scale=3,
+                                         value=min(declared["max_new_tokens"].value, limits.max_new_tokens))
+        ui["seed"] = gr.Number(declared["seed"].value, label="Seed", precision=0, minimum=0, maximum=limits.seed_max,
+                               scale=1)
+    with gr.Row():
+        ui["run"] = gr.Button("Run", variant="primary", elem_id="run")
+        ui["stop"] = gr.Button("Stop", variant="stop", elem_id="stop", interactive=False)
+        ui["replay"] = gr.Button("Replay", elem_id="replay", interactive=False)
+
+
+def _result_area(ui: dict) -> None:
+    """The legend, the two lanes, the verdict card, the table, the charts, the tree view and the JSON."""
+    gr.HTML(render.legend_html())
+    with gr.Row(elem_id="lanes", equal_height=True):
+        for name, title in ((STANDARD, "Standard"), (SPECULATIVE, "Speculative")):
+            ui[f"{name}_lane"] = gr.HTML(render.lane_html(name, title, [], 0, 0.0, False, "press Run"),
+                                         label=name, elem_id=f"{name}-lane")
+    # One verdict, with how sure it is, once a run has ended (never while it streams).
+    ui["card"] = gr.HTML(render.result_card(None), elem_id="result-card")
+    ui["stats_table"] = gr.Dataframe(headers=render.STATS_HEADERS, label="Comparison", elem_id="stats-table",
+                                     interactive=False, wrap=True, column_widths=["28%", "22%", "50%"])
+    for row in (("rounds", "Tokens per round", "hist", "Accepted-count histogram"),
+                ("speedup", "Speedup vs k", "positions", "Acceptance by position")):
+        with gr.Row():
+            for name, label in (row[:2], row[2:]):
+                ui[f"chart_{name}"] = gr.Plot(label=label, show_label=False, elem_id=f"chart-{name}")
+    with gr.Column(elem_id="tree-view"):  # a finished tree run's rounds, one tree at a time
+        ui["tree_plot"] = gr.Plot(charts.tree_figure(None), label="Token tree", show_label=False, elem_id="chart-tree")
+        ui["tree_slider"] = gr.Slider(1, 2, value=1, step=1, label="Round", visible=False, elem_id="tree-round")
+    # The device's verify-cost table (measured at warm-up) with this run's own passes on it.
+    ui["verify_plot"] = gr.Plot(charts.verify_cost_figure(None), label="Verify cost by width", show_label=False,
+                                elem_id="chart-verify")
+    with gr.Accordion("Stats (JSON, as the API returns it)", open=False):
+        ui["stats_json"] = gr.JSON(label="stats")
+    ui["trace"] = gr.State(None)
+    ui["stopping"] = gr.Checkbox(False, visible=False)  # Stop was pressed (set in the browser)
+
+
+OUTPUTS = ("standard_lane", "speculative_lane", "stats_table", "chart_rounds", "chart_hist", "chart_speedup",
+           "chart_positions", "stats_json", "trace")
+
+
+def _wire_run(ui: dict, handlers: Handlers) -> None:
+    """Run and Ask follow-up, Stop and Replay.
+
+    One chain per button, so its steps cannot overtake each other: Stop on, Replay off and the card
+    cleared; the run; then run_ended (the card, Stop off, Replay on where there is a run to replay).
+    preprocess=False: values reach playground.limits raw, so out-of-range or NaN input gets a
+    message naming the limit instead of a component's generic one. Stop sets `stopping` in the
+    browser (no round trip) and cancels the run; the run's `.then` tells the lanes how it ended. Not
+    a server handler on Stop itself: its answer could arrive before the cancel, and a frame still in
+    flight would overwrite it. Gradio 6.31's front end does not fire `.then` after an error (its docs
+    say it should), so a failure gets the same ending explicitly; were both to fire, it is written twice."""
+    inputs = [ui[name] for name in fields.NAMES]
+    outputs = [ui[name] for name in OUTPUTS]
+    start_outputs = [ui[n] for n in ("stop", "replay", "card", "stopping", "stats_json")]
+    ended = ([ui[n] for n in ("stats_json", "trace", "stopping")],
+             [ui[n] for n in ("card", "stop", "replay", "standard_lane", "speculative_lane")])
+    queued = dict(preprocess=False, concurrency_id="gpu", concurrency_limit=space_config.GPU_CONCURRENCY,
+                  show_progress="minimal")
+    run_event = ui["run"].click(run_started, None, start_outputs, api_visibility="private", queue=False).then(
+        handlers.compare, inputs, outputs, api_name="compare", **queued)
+    follow_event = ui["follow_button"].click(run_started, None, start_outputs, api_visibility="private",
+                                             queue=False).then(
+        handlers.follow_up, inputs + [ui["follow_text"], ui["trace"]], outputs, api_visibility="private", **queued)
+    for event in (run_event, follow_event):
+        event.then(run_ended, *ended, api_visibility="private", queue=False)
+        event.failure(run_ended, *ended, api_visibility="private", queue=False)
+    ui["stop"].click(None, None, [ui["stopping"]], js="() => true", cancels=[run_event, follow_event],
+                     api_visibility="private", queue=False)
+    # After a run, its first tree and the slider over the rest. Not trace.change: a State with a change
+    # listener is deep-hashed on every streamed frame, and a tree run's trace is large.
+    run_event.then(tree_view, [ui["trace"]], [ui["tree_plot"], ui["tree_slider"]], api_visibility="private",
+                   queue=False)
+    run_event.then(charts.verify_cost_figure, [ui["stats_json"]], [ui["verify_plot"]], api_visibility="private",
+                   queue=False)
+    ui["replay"].click(handlers.replay, [ui["trace"]], [ui["standard_lane"], ui["speculative_lane"]],
+                       api_name="replay", concurrency_limit=4, show_progress="hidden")
+
+
+def _wire_fields(ui: dict, handlers: Handlers) -> None:
+    """The fields that change other fields: the policy's help, presets, Auto, the drafter's own
+    fields, the tree slider."""
+    private = dict(api_visibility="private", queue=False)
+    ui["policy"].change(lambda name: gr.update(info=POLICIES.get(name, "")), [ui["policy"]], [ui["policy"]],
+                        **private)
+    models = [ui[n] for n in ("target", "draft", "drafter")]
+    for model_field in models:  # hand-edited fields are no preset any more
+        model_field.change(presets.label_for, [ui["preset"], *models], [ui["preset"]], **private)
+    ui["preset"].change(handlers.preset_fields, [ui["preset"]], [*models, ui["preset_note"]], **private)
+    ui["auto"].click(handlers.auto, [ui["target"], ui["draft"]],
+                     [ui["drafter"], ui["policy"], ui["adaptive_k"], ui["preset_note"]], **private)
+    ui["drafter"].change(drafter_fields, [ui["drafter"]], [ui[n] for n in ("draft_layers", "tree_budget",
+                                                                           "tree_branching")], **private)
+    ui["tree_slider"].change(tree_round, [ui["trace"], ui["tree_slider"]], [ui["tree_plot"]], **private)
 
 
 def prefetch_default() -> None:

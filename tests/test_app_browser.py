@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from app_support import ROOT, launched
+from helpers import ROOT, launched
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

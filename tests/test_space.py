@@ -10,7 +10,7 @@ import pytest
 import yaml
 from huggingface_hub import SpaceHardware
 
-from app_support import ROOT, fake_spaces
+from helpers import ROOT, fake_spaces
 
 import space_config
 from specdec.playground import zerogpu

@@ -13,9 +13,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..engine.config import MAX_BRANCHING, MAX_TREE_BUDGET
+from ..engine.config import MAX_TREE_BUDGET, TreeShape
 from ..engine.drafters import DRAFTERS, needs_draft_model
 from ..engine.policy import POLICIES
+from .fields import COMPARE_FIELDS, NAMES, bind
 
 OFFLINE_NAMES = ("embedded", "qwen-coder-1.5b", "qwen-coder-0.5b")
 # A Hub repo id: an optional namespace, then a name; letters, digits, '-', '_', '.'; no '..'.
@@ -59,15 +60,14 @@ class Checked:
     draft: str | None
     drafter: str
     k: int
-    adaptive: bool
-    policy: str
+    policy: str  # fixed, heuristic or cost: the one name of how k moves, as engine.policy spells it
     temperature: float
     top_p: float
     max_new_tokens: int
     seed: int
     draft_layers: str | None = None  # the self drafter's layers as typed ("" = its default); None for others
-    tree_budget: int = 16  # the tree drafters' TreeShape; checked for every drafter, read by the tree ones
-    tree_branching: int = 4
+    tree_budget: int = TreeShape.budget  # the tree drafters' shape; checked for every drafter, read by the tree ones
+    tree_branching: int = TreeShape.branching
     history: tuple[tuple[str, str], ...] = ()  # earlier (user, assistant) turns: prompt is a follow-up
 
 
@@ -205,42 +205,43 @@ def no_draft_drafters(conjunction: str = "and") -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
 
 
-def check_request(limits: Limits, prompt, target, draft, drafter, k, adaptive, temperature, top_p,
-                  max_new_tokens, seed, policy="fixed", draft_layers="", tree_budget=16, tree_branching=4,
-                  history=None) -> Checked:
-    """All checks that need no model, in the order of the API's arguments."""
-    prompt = check_prompt(prompt, limits)
+def check_request(limits: Limits, *args, **kwargs) -> Checked:
+    """All checks that need no model, in the order of the API's arguments (playground.fields). Takes
+    the request as /compare does: positionally, by name, or both; `history` by name only."""
+    try:
+        values = bind(args, kwargs)
+    except TypeError as error:
+        raise InvalidInput(f"the request's arguments: {error}; /compare takes {', '.join(NAMES)}") from None
+    drafter, policy, adaptive = values["drafter"], values["policy"], values["adaptive_k"]
+    prompt = check_prompt(values["prompt"], limits)
     if not isinstance(drafter, str) or drafter not in DRAFTERS:  # a list or dict is not even hashable
         raise InvalidInput(f"unknown drafter {_brief(drafter)}; choose one of {', '.join(DRAFTERS)}")
-    target = check_model("target", target, limits)
-    _text("draft model", draft)  # even where the drafter ignores it
-    needs_draft = needs_draft_model(drafter)
-    if needs_draft and not (draft and draft.strip()):
-        raise InvalidInput(f"the {drafter} drafter needs a draft model; pick one, or use {no_draft_drafters('or')}, "
-                           "which need none")
-    draft = check_model("draft", draft, limits) if needs_draft else None
+    target = check_model("target", values["target"], limits)
+    draft = _check_draft(values["draft"], drafter, limits)
     if not isinstance(adaptive, bool):
         raise InvalidInput(f"adaptive_k must be true or false, got {_brief(adaptive)}")
     if not isinstance(policy, str) or policy not in POLICIES:
         raise InvalidInput(f"unknown policy {_brief(policy)}; choose one of {', '.join(POLICIES)}")
     if adaptive and policy == "cost":
         raise InvalidInput("adaptive_k is the heuristic policy; it cannot be combined with policy 'cost'")
-    _text("draft_layers", draft_layers)  # even where the drafter ignores it, like the draft
-    draft_layers = check_draft_layers(draft_layers) if drafter == "self" else None
-    return Checked(
-        prompt=prompt, target=target, draft=draft, drafter=drafter,
-        k=_number("k", k, 1, limits.k_max, integer=True),
-        adaptive=adaptive or policy == "heuristic",
-        policy="heuristic" if adaptive else policy,
-        temperature=_number("temperature", temperature, 0.0, limits.temperature_max, integer=False),
-        top_p=_number("top_p", top_p, 0.0, 1.0, integer=False, low_open=True),
-        max_new_tokens=_number("max_new_tokens", max_new_tokens, 1, limits.max_new_tokens, integer=True),
-        seed=_number("seed", seed, 0, limits.seed_max, integer=True),
-        draft_layers=draft_layers,
-        tree_budget=_number("tree_budget", tree_budget, 1, limits.tree_budget_max, integer=True),
-        tree_branching=_number("tree_branching", tree_branching, 1, MAX_BRANCHING, integer=True),
-        history=check_history(history, limits),
-    )
+    _text("draft_layers", values["draft_layers"])  # even where the drafter ignores it, like the draft
+    layers = check_draft_layers(values["draft_layers"]) if drafter == "self" else None
+    numbers = {f.name: _number(f.name, values[f.name], *f.bounds(limits), integer=f.integer, low_open=f.low_open)
+               for f in COMPARE_FIELDS if f.bounds is not None}
+    # The policy has one name from here on: adaptive_k is the older clients' spelling of "heuristic".
+    return Checked(prompt=prompt, target=target, draft=draft, drafter=drafter, policy="heuristic" if adaptive else policy,
+                   draft_layers=layers, history=check_history(values["history"], limits), **numbers)
+
+
+def _check_draft(draft, drafter: str, limits: Limits) -> str | None:
+    """The draft model where the drafter needs one (None where it does not); text either way."""
+    _text("draft model", draft)
+    if not needs_draft_model(drafter):
+        return None
+    if not (draft and draft.strip()):
+        raise InvalidInput(f"the {drafter} drafter needs a draft model; pick one, or use {no_draft_drafters('or')}, "
+                           "which need none")
+    return check_model("draft", draft, limits)
 
 
 MAX_TURNS = 8  # earlier turns a follow-up may carry

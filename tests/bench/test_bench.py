@@ -7,7 +7,7 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-from conftest import perturbed, tiny_model
+from helpers import perturbed, tiny_model
 from specdec.bench import command as bench
 from specdec.bench.grid import Cell, Plan, Prompt, Setup, expand, load_suite, select_prompts
 from specdec.bench.lanes import Job, lane_record, rotated

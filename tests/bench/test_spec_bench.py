@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import loaded, perturbed, tiny_model, word_tokenizer
+from helpers import loaded, perturbed, tiny_model, word_tokenizer
 from specdec.bench import spec_bench, spec_bench_run
 from specdec.engine.config import Sampling, Speculation
 from specdec.engine.pair import Pair, Request

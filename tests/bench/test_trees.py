@@ -1,7 +1,7 @@
 """The tree benchmark's pieces on tiny models: structure and consistency, no timing assertions."""
 import pytest
 
-from conftest import loaded, perturbed, tiny_model, word_tokenizer
+from helpers import loaded, perturbed, tiny_model, word_tokenizer
 from specdec.bench import trees
 from specdec.bench.grid import Prompt
 from specdec.bench.tree_report import report

@@ -73,7 +73,7 @@ def test_context_overflow_is_refused_before_any_model_work():
     from transformers import PreTrainedTokenizerFast
     from tokenizers import Tokenizer, models, pre_tokenizers
 
-    from conftest import tiny_model
+    from helpers import tiny_model
     from specdec import Pair, Request
     from specdec.engine.loaded import Loaded
 

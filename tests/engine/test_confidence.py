@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from chi_square import chi_square, critical, joint
-from conftest import perturbed, tiny_model
+from helpers import perturbed, tiny_model
 from specdec.engine.config import Sampling, Speculation
 from specdec.engine.confidence import Calibration, StopRule
 from specdec.engine.decoding import speculative_decode, standard_decode

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import loaded, perturbed, tiny_model, word_tokenizer
+from helpers import loaded, perturbed, tiny_model, word_tokenizer
 from specdec.engine import pair as pair_module
 from specdec.engine.config import Sampling, Speculation
 from specdec.engine.pair import COSTS_VERSION, Pair, Request

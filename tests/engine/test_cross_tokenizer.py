@@ -4,7 +4,7 @@ import random
 import pytest
 import torch
 
-from conftest import loaded, perturbed, tiny_model, translated, word_tokenizer
+from helpers import loaded, perturbed, tiny_model, translated, word_tokenizer
 from test_sampling_e2e import chi_square, critical, joint
 from specdec.engine.config import Sampling, Speculation
 from specdec.engine.decoding import speculative_decode

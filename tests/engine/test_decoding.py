@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from conftest import perturbed, tiny_model
+from helpers import perturbed, tiny_model
 from specdec.engine.drafters import fit_vocab
 from specdec import ACCEPTED, BONUS, CORRECTED, PLAIN, CachedModel, ModelDrafter, PromptLookupDrafter, Sampling, \
     Speculation, speculative_decode, standard_decode

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from conftest import tiny_model
+from helpers import tiny_model
 from specdec.engine.kvcache import CachedModel, common_prefix
 
 

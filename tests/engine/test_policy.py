@@ -4,7 +4,7 @@ drafter mix changes what is generated: greedy stays token-identical, sampling ke
 distribution (the chi-square half lives in test_sampling_e2e)."""
 import pytest
 
-from conftest import loaded, perturbed, tiny_model, word_tokenizer
+from helpers import loaded, perturbed, tiny_model, word_tokenizer
 from specdec import CachedModel, ModelDrafter, Pair, PromptLookupDrafter, Request, Sampling, Speculation, \
     speculative_decode, standard_decode
 from specdec.engine.drafters import HybridDrafter, make_drafter, needs_draft_model

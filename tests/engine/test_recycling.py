@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from chi_square import chi_square, critical, joint
-from conftest import loaded, tiny_model, word_tokenizer
+from helpers import loaded, tiny_model, word_tokenizer
 from specdec.engine.config import Sampling, Speculation, TreeShape
 from specdec.engine.decoding import speculative_decode, standard_decode
 from specdec.engine.drafters import AdjacencyTable, RecyclingDrafter, make_drafter

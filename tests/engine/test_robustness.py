@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import MistralConfig, MistralForCausalLM
 
-from conftest import loaded, perturbed, tiny_model, word_tokenizer
+from helpers import loaded, perturbed, tiny_model, word_tokenizer
 from specdec import BONUS, PLAIN, CachedModel, ModelDrafter, PromptLookupDrafter, Sampling, Speculation, \
     speculative_decode, standard_decode
 from specdec.engine.compare import summarize

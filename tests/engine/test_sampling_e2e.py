@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from chi_square import chi_square, critical, joint as exact_joint
-from conftest import perturbed, tiny_model
+from helpers import perturbed, tiny_model
 from specdec import CachedModel, ModelDrafter, PromptLookupDrafter, Sampling, Speculation, speculative_decode
 from specdec.engine.drafters import HybridDrafter
 from specdec.engine.policy import Choice

@@ -4,7 +4,7 @@ import copy
 import pytest
 import torch
 
-from conftest import tiny_model
+from helpers import tiny_model
 from specdec.engine.config import Sampling, Speculation
 from specdec.engine.decoding import speculative_decode, standard_decode
 from specdec.engine.drafters import SelfDrafter

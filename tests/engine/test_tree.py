@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from conftest import tiny_model
+from helpers import tiny_model
 from specdec.engine.sampling import sample_from
 from specdec.engine.tree_verify import (
     Tree, TreeVerdict, accept_greedy, accept_sampled, accepted_positions, check_tree_attention,

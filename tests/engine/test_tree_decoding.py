@@ -3,7 +3,7 @@ exactness (greedy identity, seeded sampling against the target's exact joint dis
 import pytest
 import torch
 
-from conftest import perturbed, tiny_model
+from helpers import perturbed, tiny_model
 from test_sampling_e2e import RUNS, VOCAB, chi_square, critical, joint
 from specdec import ACCEPTED, BONUS, CORRECTED, PLAIN, CachedModel, Sampling, Speculation, UnsupportedModel, \
     speculative_decode, standard_decode

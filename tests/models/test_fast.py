@@ -5,7 +5,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from chi_square import chi_square, critical, joint
-from conftest import perturbed, tiny_model
+from helpers import perturbed, tiny_model
 from specdec.engine.config import Sampling, Speculation, TreeShape
 from specdec.engine.decoding import speculative_decode, standard_decode
 from specdec.engine.drafters import make_drafter

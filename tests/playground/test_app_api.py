@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 import torch
 
-from app_support import API_ARGS, args, client, launched, make_folders
+from helpers import API_ARGS, args, client, launched, make_folders
 from gradio_client.exceptions import AppError
 
 import app
@@ -122,7 +122,7 @@ def test_sampled_runs_are_seeded(api, folders):
     ({"drafter": "draft-model", "draft": ""}, "needs a draft model"),
     ({"drafter": "hybrid", "draft": ""}, "the hybrid drafter needs a draft model"),
     ({"policy": "fastest"}, "unknown policy 'fastest'; choose one of fixed, heuristic, cost"),
-    ({"policy": "cost", "adaptive": True}, "cannot be combined with policy 'cost'"),
+    ({"policy": "cost", "adaptive_k": True}, "cannot be combined with policy 'cost'"),
 ])
 def test_bad_input_gets_a_clear_error_naming_the_limit(api, folders, changes, message):
     values = dict(zip(API_ARGS, args(PROMPT, folders["target"])))
@@ -157,7 +157,7 @@ JUNK_PAYLOADS = [
     ({"drafter": ["prompt-lookup"]}, "unknown drafter"),
     ({"target": {"name": "embedded"}}, "target model must be text"),
     ({"drafter": "draft-model", "draft": [1, 2]}, "draft model must be text"),
-    ({"adaptive": None}, "adaptive_k must be true or false"),
+    ({"adaptive_k": None}, "adaptive_k must be true or false"),
     ({"prompt": 42}, "prompt must be text"),
 ]
 
@@ -285,6 +285,20 @@ def test_limits_endpoint_lists_limits_drafters_and_presets(api):
     assert info["presets"][0]["target"] == "embedded"
 
 
+def test_compare_fields_are_declared_once_and_the_api_shows_them(api):
+    """Issue #19: /compare's arguments, the API page's parameters, /limits' field list and the
+    validation's ranges all come from playground.fields."""
+    from specdec.playground.fields import COMPARE_FIELDS, NAMES
+
+    parameters = api.view_api(print_info=False, return_format="dict")["named_endpoints"]["/compare"]["parameters"]
+    assert [p["parameter_name"] for p in parameters] == list(NAMES) == API_ARGS
+    assert [f.required for f in COMPARE_FIELDS] == [True] * 10 + [False] * 4  # older clients send the ten
+    listed = {f["name"]: f for f in api.predict(api_name="/limits")["fields"]}
+    assert list(listed) == list(NAMES) and listed["k"]["max"] == 8 and listed["max_new_tokens"]["max"] == 48
+    assert listed["top_p"]["min_exclusive"] is True and "max" not in listed["drafter"]
+    assert listed["tree_budget"]["default"] == 16 and listed["tree_branching"]["default"] == 4  # TreeShape's
+
+
 def test_a_ten_argument_call_from_before_the_policy_still_works(api, folders):
     """policy is the optional last argument: gradio_client callers written before it get "fixed"."""
     stats = api.predict(*args(PROMPT, folders["target"], max_new_tokens=8)[:10], api_name="/compare")[7]
@@ -304,10 +318,10 @@ def test_an_eleven_argument_call_from_before_draft_layers_still_works(api, folde
 
 
 def test_a_twelve_argument_call_sets_the_self_drafters_layers(api, folders):
-    result = api.predict(*args(PROMPT, folders["target"], drafter="self", max_new_tokens=8, policy="fixed",
-                               draft_layers="1"), api_name="/compare")
+    twelve = args(PROMPT, folders["target"], drafter="self", max_new_tokens=8, policy="fixed", draft_layers="1")[:12]
+    result = api.predict(*twelve, api_name="/compare")
     stats = result[7]
-    assert len(args(PROMPT, "x")) == 12
+    assert API_ARGS[10:12] == ["policy", "draft_layers"]
     assert stats["finished"] and stats["identical"] is True and stats["draft_layers"] == [1]
     assert "self · layers 1 · k=4" in result[1]  # the speculative lane's title
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from gradio_client.exceptions import AppError
 
-from app_support import args, client, launched, make_cross_folders, make_folders
+from helpers import args, client, launched, make_cross_folders, make_folders
 
 from specdec import Pair, Request, Sampling, Speculation, compare as engine_compare, load_model
 
@@ -120,14 +120,13 @@ def test_a_follow_up_is_asked_after_the_last_runs_answer(tmp_path):
     import gradio as gr
 
     import app
-    from app_support import TEST_LIMITS, VOCAB, save_model, tiny_tokenizer
-    from conftest import tiny_model
+    from helpers import TEST_LIMITS, VOCAB, save_model, tiny_model, tiny_tokenizer
     from specdec.playground.limits import InvalidInput, MAX_TURNS, check_history
     from specdec.playground.store import ModelStore
 
     target = save_model(tmp_path / "target", tiny_model("llama", seed=0, vocab=VOCAB), tiny_tokenizer())
     compare, *_, follow_up = app.make_handlers(TEST_LIMITS, ModelStore(device="cpu"), 3.0)
-    fields = args("hello there", target, max_new_tokens=6) + [16, 4]
+    fields = args("hello there", target, max_new_tokens=6)  # all 14, as the page sends them
     first = list(compare(*fields))[-1]
     trace = first[-1]
     assert trace["history"] == [["hello there", first[7]["standard"]["text"]]]

@@ -9,7 +9,7 @@ import pytest
 from gradio_client.exceptions import AppError
 from gradio_client.utils import QueueError
 
-from app_support import args, client, launched, make_folders
+from helpers import args, client, launched, make_folders
 
 SESSIONS, REQUESTS = 6, 3
 

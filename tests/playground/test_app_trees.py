@@ -9,8 +9,8 @@ import json
 import pytest
 from gradio_client.exceptions import AppError
 
-from app_support import args, client, launched, save_model, tiny_tokenizer, with_limits, VOCAB
-from conftest import perturbed, tiny_model
+from helpers import args, client, launched, save_model, tiny_tokenizer, with_limits, VOCAB
+from helpers import perturbed, tiny_model
 
 import app
 import space_config
@@ -22,7 +22,7 @@ from specdec.playground.render import FATES
 from specdec.playground.tree_view import pick_tree
 
 PROMPT = "abc abc abc abc abc"
-GOOD = dict(prompt="hi", target="embedded", draft="", drafter="lookup-tree", k=4, adaptive=False, temperature=0.0,
+GOOD = dict(prompt="hi", target="embedded", draft="", drafter="lookup-tree", k=4, adaptive_k=False, temperature=0.0,
             top_p=1.0, max_new_tokens=8, seed=0)  # check_request's first ten arguments, for a tree drafter
 
 
@@ -40,9 +40,9 @@ def api(folders):
         yield client(url)
 
 
-def compare(api, *values, tree_budget=16, tree_branching=4, **changes) -> list:
-    """/compare with all 14 arguments: the documented 12, then tree_budget and tree_branching."""
-    return api.predict(*args(*values, **changes), tree_budget, tree_branching, api_name="/compare")
+def compare(api, *values, **changes) -> list:
+    """/compare with all 14 arguments, tree_budget and tree_branching last."""
+    return api.predict(*args(*values, **changes), api_name="/compare")
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +116,7 @@ def test_a_sampled_draft_tree_run_returns_consistent_trees(api, folders):
 
 
 def test_chain_runs_keep_their_charts_and_have_no_trees(api, folders):
-    result = api.predict(*args(PROMPT, folders["target"], max_new_tokens=8), api_name="/compare")  # 12 arguments
+    result = api.predict(*args(PROMPT, folders["target"], max_new_tokens=8)[:12], api_name="/compare")  # older clients: 12
     stats = result[7]
     assert stats["finished"] and stats["trees"] is None and stats["tree"] is None and stats["tree_shape"] is None
     assert json.loads(result[5]["plot"])["layout"]["title"]["text"].startswith("Expected speedup vs k")

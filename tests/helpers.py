@@ -1,21 +1,91 @@
-"""Shared by the app tests (no tests of its own): tiny model folders with a real tokenizer, and an
-app launched on loopback. A character-level tokenizer keeps the folders small and the runs fast."""
+"""Helpers shared by the tests (no tests of their own; fixtures live in conftest.py).
+
+Models: small seeded random models built from configs (tiny_model, perturbed), word-level
+tokenizers, and a draft that predicts like a target through another tokenizer (translated).
+App: tiny model folders with a character-level tokenizer (small folders, fast runs), the app
+launched on loopback, a gradio_client, /compare's arguments from playground.fields, a fake spaces."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import random
-import sys
 import types
 from dataclasses import replace
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # app.py and space_config.py live at the repo root
-    sys.path.insert(0, str(ROOT))
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-from conftest import perturbed, tiny_model, translated, word_tokenizer  # noqa: E402
-from specdec.playground.limits import Limits  # noqa: E402
+from specdec.playground.fields import COMPARE_FIELDS, NAMES
+from specdec.playground.limits import Limits
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def tiny_model(arch: str = "llama", seed: int = 0, vocab: int = 96, layers: int = 2, hidden: int = 64):
+    """A random causal LM. initializer_range is large so next-token distributions are peaked
+    enough that argmax is never a near-tie (greedy comparisons are then well defined)."""
+    torch.manual_seed(seed)
+    common = dict(
+        vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+        initializer_range=0.2, tie_word_embeddings=False, bos_token_id=0, eos_token_id=1, pad_token_id=2,
+    )
+    config = LlamaConfig(**common) if arch == "llama" else Qwen2Config(**common, use_sliding_window=False)
+    cls = LlamaForCausalLM if arch == "llama" else Qwen2ForCausalLM
+    return cls(config).eval()
+
+
+def perturbed(model, noise: float, seed: int = 1):
+    """A draft that agrees with the target often but not always: the target plus weight noise."""
+    torch.manual_seed(seed)
+    draft = copy.deepcopy(model)
+    with torch.no_grad():
+        for p in draft.parameters():
+            p.add_(noise * p.std() * torch.randn_like(p))
+    return draft
+
+
+def word_tokenizer(n_words: int, words: list[str] | None = None):
+    """A word-level tokenizer: "w7" is one token, so raw prompts map to known ids. words, when given,
+    is the whole vocabulary in id order (it must start with <s>, </s>, <unk>)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = words or ["<s>", "</s>", "<unk>"] + [f"w{i}" for i in range(n_words - 3)]
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+
+
+def loaded(model, tokenizer, name="tiny"):
+    """A model as the engine takes it, on CPU in fp32."""
+    from specdec.engine.loaded import Loaded
+
+    return Loaded(name, model, tokenizer, torch.device("cpu"), torch.float32)
+
+
+def translated(model, target_tokenizer, draft_tokenizer, seed: int = 2):
+    """A draft for another tokenizer that predicts like the target: the target's weights with its
+    embedding and LM-head rows moved to the draft's ids of the same words. Words the target lacks get
+    random rows. With shared words, its guesses are the target's own, so alpha is known to be high."""
+    torch.manual_seed(seed)
+    draft = copy.deepcopy(model)
+    target_ids, draft_ids = target_tokenizer.get_vocab(), draft_tokenizer.get_vocab()
+    size = max(draft_ids.values()) + 1
+    embed, head = model.get_input_embeddings().weight, model.get_output_embeddings().weight
+    new_embed = torch.randn(size, embed.shape[1]) * embed.std()
+    new_head = torch.randn(size, head.shape[1]) * head.std()
+    for word, i in draft_ids.items():
+        if word in target_ids:
+            new_embed[i], new_head[i] = embed[target_ids[word]], head[target_ids[word]]
+    draft.resize_token_embeddings(size)
+    with torch.no_grad():
+        draft.get_input_embeddings().weight.copy_(new_embed)
+        draft.get_output_embeddings().weight.copy_(new_head)
+    return draft.eval()
+
 
 VOCAB = 128
 SPECIALS = ["<s>", "</s>", "<pad>", "<unk>"]  # ids 0..3; tiny_model uses bos 0, eos 1, pad 2
@@ -108,15 +178,18 @@ def client(url: str):
     return Client(url, analytics_enabled=False, verbose=False, download_files=False)
 
 
-API_ARGS = ["prompt", "target", "draft", "drafter", "k", "adaptive", "temperature", "top_p", "max_new_tokens", "seed",
-            "policy", "draft_layers"]
+API_ARGS = list(NAMES)  # /compare's arguments, in order, as playground.fields declares them
 
 
-def args(prompt: str, target: str, draft: str = "", drafter: str = "prompt-lookup", k=4, adaptive=False,
-         temperature=0.0, top_p=1.0, max_new_tokens=24, seed=0, policy="fixed", draft_layers="") -> list:
-    """/compare's arguments in their documented order."""
-    return [prompt, target, draft, drafter, k, adaptive, temperature, top_p, max_new_tokens, seed, policy,
-            draft_layers]
+def args(prompt: str, target: str, draft: str = "", drafter: str = "prompt-lookup", **changes) -> list:
+    """/compare's arguments in API order, each at its declared default unless changed; 24 new tokens
+    unless changed, so runs stay short."""
+    values = {f.name: f.value for f in COMPARE_FIELDS}
+    values.update(prompt=prompt, target=target, draft=draft, drafter=drafter, max_new_tokens=24)
+    unknown = set(changes) - set(values)
+    assert not unknown, f"/compare has no argument {unknown}"
+    values.update(changes)
+    return [values[name] for name in NAMES]
 
 
 def with_limits(**changes) -> Limits:
