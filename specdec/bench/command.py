@@ -1,7 +1,7 @@
 """python -m specdec bench: does speculative decoding pay off for this model pair and workload?
 
 Runs a prompt suite over a grid of drafters (every one in the engine's registry), k values,
-schedules and temperatures, with repeats, timing our standard and speculative decoding next to
+k policies and temperatures, with repeats, timing our standard and speculative decoding next to
 transformers' model.generate, assisted generation and prompt lookup. Writes results.json (every
 measurement; finished cells are skipped on the next run), a Markdown report and plotly figures.
 
@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 from .figures import write_figures
-from .grid import SCHEDULES, Plan, Setup, expand, load_suite, needs_draft_model, runnable_drafters, setups_of
+from ..engine.policy import POLICIES
+from .grid import Plan, upgrade_cell, Setup, expand, load_suite, needs_draft_model, runnable_drafters, setups_of
 from .lanes import Models, busiest, jobs_for, run_repeat, warm_up
 from .meters import OtherLoad, machine
 from . import spec_bench, spec_bench_run
@@ -80,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("grid (overrides every plan of the preset)")
     g.add_argument("--drafters", type=csv(str), default=None, help="comma list (default: every registered drafter)")
     g.add_argument("--k", type=csv(int), default=None, help="comma list of k values")
-    g.add_argument("--schedules", type=csv(str), default=None, help=f"comma list from {','.join(SCHEDULES)}")
+    g.add_argument("--policies", "--schedules", dest="policies", type=csv(str), default=None,
+                   help=f"comma list from {','.join(POLICIES)} (the older constant, adaptive: fixed, heuristic)")
     g.add_argument("--temperatures", type=csv(float), default=None, help="comma list; 0 = greedy")
     g.add_argument("--max-new-tokens", type=int, default=None)
     g.add_argument("--repeats", type=int, default=None)
@@ -101,7 +103,7 @@ def make_plans(args, suite) -> list[Plan]:
     else:
         plans = auto_plans(suite) if args.auto else quick_plans() if args.quick else full_plans(suite)
     overrides = {name: value for name, value in (
-        ("drafters", args.drafters), ("ks", args.k), ("schedules", args.schedules),
+        ("drafters", args.drafters), ("ks", args.k), ("policies", args.policies),
         ("temperatures", args.temperatures), ("max_new_tokens", args.max_new_tokens), ("repeats", args.repeats),
         ("prompts", args.prompts), ("per_category", args.per_category)) if value is not None}
     if args.prompts is not None and args.per_category is None:
@@ -120,7 +122,9 @@ def find_suite(path: str | None) -> Path:
 
 def load_results(path: Path, fresh: bool) -> dict:
     if path.is_file() and not fresh:
-        return json.loads(path.read_text())
+        results = json.loads(path.read_text())
+        results["cells"] = [upgrade_cell(cell) for cell in results["cells"]]
+        return results
     return {"meta": {"commands": [], "setups": []}, "cells": []}
 
 
@@ -228,7 +232,7 @@ def _group_line(group, done) -> str:
     for cell in group.cells:
         s = summarize_cell(done[cell.key])
         peers = " ".join(f"/{p} {v['median']:.2f}" for p, v in s["vs_peer"].items() if v)
-        parts.append(f"{cell.drafter} k={cell.k} {cell.schedule[0]}: {s['speedup']['median']:.2f}x {peers}")
+        parts.append(f"{cell.drafter} k={cell.k} {cell.policy}: {s['speedup']['median']:.2f}x {peers}")
     first = summarize_cell(done[group.cells[0].key])
     return (f"{group.setup.name} {group.prompt.id} T={group.temperature:g}: std "
             f"{first['tokens_per_s']['standard']['median']:.2f} tok/s, std/generate "

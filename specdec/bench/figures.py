@@ -30,10 +30,10 @@ def _panels(summaries: list[dict]) -> list[tuple[str, str]]:
 
 
 def theory(summaries: list[dict]) -> go.Figure:
-    """Measured speedup against α̂, one point per prompt and k (constant schedule, median over repeats,
+    """Measured speedup against α̂, one point per prompt and k (the fixed policy, median over repeats,
     bars to min/max), over the paper's curves τ(α, k) / (k c + 1) (dotted) at each panel's median
     measured c, and the same with the measured verify cost v in place of 1, τ / (k c + v) (solid)."""
-    cells = [s for s in summaries if s["schedule"] == "constant" and s["alpha"] is not None and s["speedup"]]
+    cells = [s for s in summaries if s["policy"] == "fixed" and s["alpha"] is not None and s["speedup"]]
     panels = _panels(cells)
     cols = min(2, max(1, len(panels)))
     rows = max(1, -(-len(panels) // cols))
@@ -83,14 +83,14 @@ def theory(summaries: list[dict]) -> go.Figure:
 
 def speeds(summaries: list[dict]) -> go.Figure:
     """Throughput relative to our standard decoding, per category: model.generate, our speculative
-    decoding and each peer, for every (setup, drafter, schedule) at its most common k, greedy."""
+    decoding and each peer, for every (setup, drafter, policy) at its most common k, greedy."""
     greedy = [s for s in summaries if s["temperature"] == 0]
-    combos = sorted({(s["setup"], s["drafter"], s["schedule"]) for s in greedy})
+    combos = sorted({(s["setup"], s["drafter"], s["policy"]) for s in greedy})
     fig = make_subplots(rows=max(1, len(combos)), cols=1, vertical_spacing=0.12 / max(1, len(combos)) * 2,
                         subplot_titles=[f"{a} · {b} · {c}" for a, b, c in combos])
     named: set[str] = set()
-    for row, (setup, drafter, schedule) in enumerate(combos, 1):
-        here = [s for s in greedy if (s["setup"], s["drafter"], s["schedule"]) == (setup, drafter, schedule)]
+    for row, (setup, drafter, policy) in enumerate(combos, 1):
+        here = [s for s in greedy if (s["setup"], s["drafter"], s["policy"]) == (setup, drafter, policy)]
         k = max({s["k"] for s in here}, key=lambda k: (sum(s["k"] == k for s in here), k == 4))
         rows = table_rows([s for s in here if s["k"] == k], ("category",))
         cats = [r["category"] for r in rows]
@@ -115,7 +115,7 @@ def speeds(summaries: list[dict]) -> go.Figure:
 def acceptance(summaries: list[dict]) -> go.Figure:
     """P(position i accepted | earlier ones were), median over prompts, per (setup, drafter) and k.
     The α-geometric model says every position accepts at α; a falling line shows it does not hold."""
-    cells = [s for s in summaries if s["schedule"] == "constant" and s["temperature"] == 0]
+    cells = [s for s in summaries if s["policy"] == "fixed" and s["temperature"] == 0]
     panels = _panels(cells)
     fig = make_subplots(rows=1, cols=max(1, len(panels)), subplot_titles=[f"{a} · {b}" for a, b in panels],
                         shared_yaxes=True)

@@ -1,7 +1,7 @@
 """What the benchmark runs: model setups, prompt suites, plans, and the grid of cells they expand to.
 
 A cell is one speculative configuration measured on one prompt: (setup, prompt, temperature,
-max_new_tokens, drafter, k, schedule). Cells that share (setup, prompt, temperature, max_new_tokens)
+max_new_tokens, drafter, k, policy). Cells that share (setup, prompt, temperature, max_new_tokens)
 form a group: each repeat of a group times the baselines (model.generate, our standard decoding)
 once and then every cell's lanes, one after the other, so background load hits them all alike.
 """
@@ -12,11 +12,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..engine.drafters import DRAFTERS, needs_draft_model
+from ..engine.policy import POLICIES
 
-# How k moves, as the engine's policies: constant = "fixed", adaptive = "heuristic" (transformers'
-# +2/-1 schedule), cost = "cost" (k from measured acceptance and costs, 0 when speculation cannot pay).
-SCHEDULES = ("constant", "adaptive", "cost")
-POLICY_OF = {"constant": "fixed", "adaptive": "heuristic", "cost": "cost"}
+# How k moves is the engine's policy, by its one name: fixed, heuristic (transformers' +2/-1
+# schedule) or cost (k from measured acceptance and costs, 0 when speculation cannot pay). The bench
+# once called them schedules, constant and adaptive: those names are read (flags, old results.json)
+# and translated here, once.
+OLD_POLICY_NAMES = {"constant": "fixed", "adaptive": "heuristic"}
+
+
+def policy_name(name: str) -> str:
+    """A policy by its engine name; the bench's older names translated."""
+    return OLD_POLICY_NAMES.get(name, name)
+
+
+def upgrade_cell(record: dict) -> dict:
+    """A results.json cell written before the rename: "schedule" becomes "policy", and its key follows."""
+    if "schedule" not in record:
+        return record
+    record = {**record, "policy": policy_name(record["schedule"])}
+    del record["schedule"]
+    fields = {name: record[name] for name in Cell.__dataclass_fields__}
+    return {**record, "key": Cell(**fields).key}
 
 
 @dataclass(frozen=True)
@@ -39,15 +56,16 @@ class Plan:
     per_category: int | None = None  # else the first n prompts of each category
     drafters: tuple[str, ...] | None = None
     ks: tuple[int, ...] = (4,)
-    schedules: tuple[str, ...] = ("constant",)
+    policies: tuple[str, ...] = ("fixed",)
     temperatures: tuple[float, ...] = (0.0,)
     max_new_tokens: int = 128
     repeats: int = 3
 
     def __post_init__(self) -> None:
-        unknown = set(self.schedules) - set(SCHEDULES)
+        object.__setattr__(self, "policies", tuple(policy_name(p) for p in self.policies))
+        unknown = set(self.policies) - set(POLICIES)
         if unknown:
-            raise ValueError(f"unknown schedule(s) {sorted(unknown)}; choose from {list(SCHEDULES)}")
+            raise ValueError(f"unknown policy(ies) {sorted(unknown)}; choose from {list(POLICIES)}")
         if self.repeats < 1 or self.max_new_tokens < 1:
             raise ValueError("repeats and max_new_tokens must be >= 1")
 
@@ -68,12 +86,12 @@ class Cell:
     max_new_tokens: int
     drafter: str
     k: int
-    schedule: str
+    policy: str
 
     @property
     def key(self) -> str:
         return (f"{self.setup}|{self.prompt}|T={self.temperature:g}|n={self.max_new_tokens}|"
-                f"{self.drafter}|k={self.k}|{self.schedule}")
+                f"{self.drafter}|k={self.k}|{self.policy}")
 
 
 @dataclass(frozen=True)
@@ -151,9 +169,9 @@ def expand(plans: list[Plan], suite: list[Prompt]) -> list[Group]:
                 group["repeats"] = max(group["repeats"], plan.repeats)
                 for drafter in drafters:
                     for k in plan.ks:
-                        for schedule in plan.schedules:
+                        for policy in plan.policies:
                             cell = Cell(plan.setup.name, prompt.id, prompt.category, float(temperature),
-                                        plan.max_new_tokens, drafter, k, schedule)
+                                        plan.max_new_tokens, drafter, k, policy)
                             group["cells"].setdefault(cell.key, cell)
     return [Group(g["setup"], g["prompt"], key[2], key[3], g["repeats"], tuple(g["cells"].values()))
             for key, g in groups.items()]

@@ -1,7 +1,8 @@
 """The benchmark's named grids: --quick, and the full CPU run committed as docs/BENCHMARKS.md."""
 from __future__ import annotations
 
-from .grid import SCHEDULES, Plan, Setup
+from ..engine.policy import POLICIES
+from .grid import Plan, Setup
 
 SMOLLM = Setup("smollm2-135m", "embedded", draft="embedded", draft_quantize="int8")  # int8 copy drafts for itself
 QWEN = Setup("qwen-coder-1.5b+0.5b", "qwen-coder-1.5b", draft="qwen-coder-0.5b")
@@ -13,7 +14,7 @@ def auto_plans(suite, setups=(SMOLLM, QWEN_INT8), per_category: int = 1, max_new
                repeats: int = 2) -> list[Plan]:
     """auto (the cost policy with the hybrid drafter, an int8 draft on CPU) on every category of
     each setup, against standard decoding, model.generate and transformers' assisted defaults."""
-    return [Plan(setup, per_category=per_category, drafters=("hybrid",), schedules=("cost",),
+    return [Plan(setup, per_category=per_category, drafters=("hybrid",), policies=("cost",),
                  max_new_tokens=max_new_tokens, repeats=repeats) for setup in setups]
 
 
@@ -21,7 +22,7 @@ def quick_plans() -> list[Plan]:
     """One prompt per category, k=4, greedy, one repeat, every drafter: a smoke test of the whole
     pipeline with real numbers, in a few minutes on a laptop CPU."""
     return [Plan(SMOLLM, per_category=1, ks=(4,), max_new_tokens=64, repeats=1),
-            Plan(SMOLLM, per_category=1, drafters=("hybrid",), schedules=("cost",), max_new_tokens=64, repeats=1)]
+            Plan(SMOLLM, per_category=1, drafters=("hybrid",), policies=("cost",), max_new_tokens=64, repeats=1)]
 
 
 def full_plans(suite) -> list[Plan]:
@@ -36,12 +37,12 @@ def full_plans(suite) -> list[Plan]:
     smol = dict(max_new_tokens=96, repeats=2)
     return [
         Plan(QWEN, prompts=pick("code", "code-edit", "explain", "summarize"), drafters=("draft-model",),
-             schedules=SCHEDULES, **qwen),
+             policies=tuple(POLICIES), **qwen),
         Plan(QWEN, prompts=pick("code"), drafters=("draft-model",), ks=(2, 6), **qwen),
         # Prompt lookup pays where the answer copies the prompt: editing and summarising.
         Plan(QWEN, prompts=pick("code-edit", "summarize"), drafters=("prompt-lookup",), **qwen),
         Plan(SMOLLM, per_category=1, ks=(2, 4, 6), **smol),
-        Plan(SMOLLM, per_category=1, schedules=("adaptive",), **smol),
+        Plan(SMOLLM, per_category=1, policies=("heuristic",), **smol),
         Plan(SMOLLM, prompts=pick("code", "explain", "creative"), temperatures=(0.8,), **smol),
         *auto_plans(suite),
     ]

@@ -23,7 +23,6 @@ from ..engine.drafters.layers import decoder_layers, first_layers
 from ..engine.loaded import Loaded
 from ..engine.pair import Pair, Request
 from ..engine.timing import Clock
-from .grid import POLICY_OF
 from .meters import Forwards, OtherLoad
 
 STANDARD, SPECULATIVE, GENERATE = "standard", "speculative", "generate"
@@ -41,7 +40,7 @@ class Models:
 
 @dataclass(frozen=True)
 class Peer:
-    """A transformers feature that does what one of our drafters does, under one schedule."""
+    """A transformers feature that does what one of our drafters does, under one policy."""
 
     name: str
     label: str
@@ -101,15 +100,15 @@ def _prompt_lookup(models: Models, k: int) -> dict:
     return {"prompt_lookup_num_tokens": k, "max_matching_ngram_size": ngram}
 
 
-# (drafter, schedule) -> peers. A drafter with no entry (a new strategy) is benchmarked on its own.
+# (drafter, policy) -> peers. A drafter with no entry (a new strategy) is benchmarked on its own.
 PEERS: dict[tuple[str, str], tuple[Peer, ...]] = {
-    ("draft-model", "constant"): (
+    ("draft-model", "fixed"): (
         Peer("hf-assisted", "transformers assisted, constant k, default confidence stop", _assisted("constant")),
         Peer("hf-assisted-fixed-k", "transformers assisted, constant k, no confidence stop",
              _assisted("constant", 0.0)),
     ),
-    ("draft-model", "adaptive"): (Peer("hf-assisted", "transformers assisted, heuristic k", _assisted("heuristic")),),
-    ("prompt-lookup", "constant"): (Peer("hf-prompt-lookup", "transformers prompt lookup", _prompt_lookup),),
+    ("draft-model", "heuristic"): (Peer("hf-assisted", "transformers assisted, heuristic k", _assisted("heuristic")),),
+    ("prompt-lookup", "fixed"): (Peer("hf-prompt-lookup", "transformers prompt lookup", _prompt_lookup),),
     # auto: our cost policy against what transformers users actually run, and its best schedule.
     ("hybrid", "cost"): (
         Peer("hf-assisted-defaults", "transformers assisted with its defaults (20 tokens, constant, confidence "
@@ -117,20 +116,20 @@ PEERS: dict[tuple[str, str], tuple[Peer, ...]] = {
         Peer("hf-assisted", "transformers assisted, heuristic k", _assisted("heuristic")),
     ),
     ("prompt-lookup", "cost"): (Peer("hf-prompt-lookup", "transformers prompt lookup", _prompt_lookup),),
-    ("cross-tokenizer", "constant"): (
+    ("cross-tokenizer", "fixed"): (
         Peer("hf-universal", "transformers universal assisted generation, constant k", _universal),),
-    ("self", "constant"): (Peer("hf-early-exit", "transformers assistant_early_exit, constant k", _early_exit),),
+    ("self", "fixed"): (Peer("hf-early-exit", "transformers assistant_early_exit, constant k", _early_exit),),
 }
 
 
-def peers_for(drafter: str, schedule: str) -> tuple[Peer, ...]:
-    return PEERS.get((drafter, schedule), ())
+def peers_for(drafter: str, policy: str) -> tuple[Peer, ...]:
+    return PEERS.get((drafter, policy), ())
 
 
 def make_request(prompt: str, max_new_tokens: int, temperature: float, seed: int, drafter: str = "prompt-lookup",
-                 k: int = 4, schedule: str = "constant", draft_layers: tuple[int, ...] | None = None) -> Request:
+                 k: int = 4, policy: str = "fixed", draft_layers: tuple[int, ...] | None = None) -> Request:
     return Request(prompt, max_new_tokens, Sampling(temperature=temperature, seed=seed),
-                   Speculation(k=k, policy=POLICY_OF[schedule]), drafter, draft_layers=draft_layers)
+                   Speculation(k=k, policy=policy), drafter, draft_layers=draft_layers)
 
 
 def lane_record(token_ids: list[int], seconds: float, reference: list[int] | None,
@@ -207,7 +206,7 @@ def jobs_for(cells) -> list[Job]:
     jobs = [Job(None, GENERATE), Job(None, STANDARD)]
     for cell in cells:
         jobs.append(Job(cell, SPECULATIVE))
-        jobs += [Job(cell, p.name, p) for p in peers_for(cell.drafter, cell.schedule)]
+        jobs += [Job(cell, p.name, p) for p in peers_for(cell.drafter, cell.policy)]
     return jobs
 
 
@@ -254,7 +253,7 @@ def run_repeat(models: Models, group, cells, repeat: int, tick: Callable[[], Non
                                      sum(r.seconds for r in rounds), others[(cell.key, SPECULATIVE)])
             | forwards[(cell.key, SPECULATIVE)],
         }
-        for peer in peers_for(cell.drafter, cell.schedule):
+        for peer in peers_for(cell.drafter, cell.policy):
             peer_ids, peer_seconds = raw[(cell.key, peer.name)]
             lanes[peer.name] = {**lane_record(peer_ids, peer_seconds, reference, others=others[(cell.key, peer.name)]),
                                 **forwards[(cell.key, peer.name)], "label": peer.label}
@@ -276,7 +275,7 @@ def _run_job(models: Models, group, job: Job, ids: list[int], seed: int, max_new
     n = max_new_tokens or group.max_new_tokens
     cell = job.cell
     request = make_request(group.prompt.text, n, group.temperature, seed,
-                           *((cell.drafter, cell.k, cell.schedule) if cell else ()), draft_layers=models.draft_layers)
+                           *((cell.drafter, cell.k, cell.policy) if cell else ()), draft_layers=models.draft_layers)
     if job.lane == STANDARD:
         return run_standard(models, request, ids)
     if job.lane == SPECULATIVE:

@@ -67,7 +67,7 @@ def summarize_cell(cell: dict) -> dict:
     speedup = spread(_ratio(tps(r, SPECULATIVE), tps(r, STANDARD)) for r in reps)
     out = {
         **{key: cell[key] for key in ("key", "setup", "prompt", "category", "temperature", "max_new_tokens",
-                                      "drafter", "k", "schedule")},
+                                      "drafter", "k", "policy")},
         "repeats": len(reps),
         "tokens_per_s": {lane: spread(tps(r, lane) for r in reps) for lane in lane_names(cell)},
         "speedup": speedup,
@@ -262,10 +262,10 @@ def goals(summaries: list[dict]) -> list[dict]:
 
 
 def auto_goals(summaries: list[dict]) -> list[dict]:
-    """auto (the cost schedule) never loses to standard decoding, and on code beats the best of
+    """auto (the cost policy) never loses to standard decoding, and on code beats the best of
     transformers' assisted settings (by less when transformers gets the same int8 draft)."""
     out = []
-    auto = [s for s in summaries if s["schedule"] == "cost" and s["speedup"]]
+    auto = [s for s in summaries if s["policy"] == "cost" and s["speedup"]]
     for setup, cells in _group(auto, ("setup",)).items():
         by_category = {c: median(s["speedup"]["median"] for s in cells if s["category"] == c)
                        for c in sorted({s["category"] for s in cells})}

@@ -137,14 +137,14 @@ def _pair_rows(summaries: list[dict]) -> list[str]:
     cells = [s for s in summaries if s["drafter"] == "draft-model" and s["temperature"] == 0]
     if not cells:
         return []
-    header = ["setup", "k", "schedule", "category", "peer", "standard / generate", "ours tok/s", "peer tok/s",
+    header = ["setup", "k", "policy", "category", "peer", "standard / generate", "ours tok/s", "peer tok/s",
               "ours / peer", "tokens per target pass (ours / peer)", "drafts per pass (ours / peer)", "speedup",
               "α̂", "τ theory", "c", "verify cost", "predicted", "pred. w/ verify", "measured / predicted"]
     rows = []
-    for r in table_rows(cells, ("setup", "k", "schedule", "category")):
+    for r in table_rows(cells, ("setup", "k", "policy", "category")):
         for peer in sorted(r["peer_tps"]):
             rows.append([
-                r["setup"], r["k"], r["schedule"], r["category"], peer, fmt(r["standard_vs_generate"], 3),
+                r["setup"], r["k"], r["policy"], r["category"], peer, fmt(r["standard_vs_generate"], 3),
                 fmt(r["speculative_tps"]), fmt(r["peer_tps"][peer]), fmt(r["vs_peer"].get(peer), 3),
                 f"{fmt(r['tokens_per_pass'].get(SPECULATIVE))} / {fmt(r['tokens_per_pass'].get(peer))}",
                 f"{fmt(r['drafts_per_pass'].get(SPECULATIVE))} / {fmt(r['drafts_per_pass'].get(peer))}",
@@ -152,8 +152,8 @@ def _pair_rows(summaries: list[dict]) -> list[str]:
                 fmt(r["predicted_speedup"]), fmt(r["predicted_speedup_with_verify_cost"]), fmt(r["efficiency"])])
     return ["## Draft-model pairs: ours vs transformers assisted generation (greedy)", "",
             "Same target, same draft model object, same k, same prompt ids and max_new_tokens. `hf-assisted` is "
-            "transformers with its defaults (`constant` schedule against our constant k, `heuristic` against our "
-            "adaptive k; its default confidence stop may end a draft before k tokens); `hf-assisted-fixed-k` turns "
+            "transformers with its defaults (its `constant` schedule against our fixed k, `heuristic` against our "
+            "heuristic policy; its default confidence stop may end a draft before k tokens); `hf-assisted-fixed-k` turns "
             "the confidence stop off, so both sides draft exactly k tokens per round. Tokens and drafts per target "
             "pass are counted with forward hooks on both lanes. Medians over prompts of per-prompt medians over "
             "repeats.", "", *table(header, rows), ""]
@@ -174,9 +174,8 @@ def _setup(setup: dict, summaries: list[dict]) -> list[str]:
                        fmt(r["generate_tps"]), fmt(r["ratio"], 3),
                        fmt(r["ratio_min"], 3), fmt(r["noise"], 3), fmt(r["other_cores"]),
                        "n/a" if r["major_faults"] is None else r["major_faults"]] for r in base]), ""]
-    for drafter, schedule, temperature in sorted({(s["drafter"], s["schedule"], s["temperature"]) for s in summaries}):
-        cells = [s for s in summaries if (s["drafter"], s["schedule"], s["temperature"]) == (drafter, schedule,
-                                                                                              temperature)]
+    for drafter, policy, temperature in sorted({(s["drafter"], s["policy"], s["temperature"]) for s in summaries}):
+        cells = [s for s in summaries if (s["drafter"], s["policy"], s["temperature"]) == (drafter, policy, temperature)]
         rows = table_rows(cells, ("k", "category"))
         peers = sorted({p for r in rows for p in r["peer_tps"]})
         header = ["k", "category", "ours tok/s", "speedup (min-max)", "vs generate",
@@ -191,7 +190,7 @@ def _setup(setup: dict, summaries: list[dict]) -> list[str]:
                  fmt(r["predicted_speedup"]), fmt(r["predicted_speedup_with_verify_cost"]), fmt(r["efficiency"]),
                  fmt(r["efficiency_with_verify_cost"])]
                 for r in sorted(rows, key=lambda r: (r["k"], r["category"]))]
-        lines += [f"### {drafter}, {schedule} k, temperature {temperature:g}", "", *table(header, body), ""]
+        lines += [f"### {drafter}, {policy} k, temperature {temperature:g}", "", *table(header, body), ""]
     lines += _positions(summaries)
     return lines
 
@@ -201,9 +200,9 @@ def _positions(summaries: list[dict]) -> list[str]:
 
     rows = []
     for drafter, k, temperature in sorted({(s["drafter"], s["k"], s["temperature"]) for s in summaries
-                                           if s["schedule"] == "constant"}):
+                                           if s["policy"] == "fixed"}):
         here = [s["position_acceptance"] for s in summaries
-                if (s["drafter"], s["k"], s["temperature"], s["schedule"]) == (drafter, k, temperature, "constant")]
+                if (s["drafter"], s["k"], s["temperature"], s["policy"]) == (drafter, k, temperature, "fixed")]
         width = max(map(len, here), default=0)
         rows.append([drafter, k, f"{temperature:g}", " / ".join(fmt(median(p[j] if j < len(p) else None for p in here))
                                                                  for j in range(width))])
@@ -239,7 +238,7 @@ def _figures(figures: dict[str, dict], where: Path) -> list[str]:
 
 def _method(meta: dict) -> list[str]:
     return ["## Method", "",
-            "- Each cell (setup, prompt, temperature, drafter, k, schedule) is repeated; within a repeat every "
+            "- Each cell (setup, prompt, temperature, drafter, k, policy) is repeated; within a repeat every "
             "lane runs once, one after another, never overlapping, in an order that rotates by one lane per repeat. "
             "Every lane is warmed up once per prompt before timing.",
             "- Times are wall-clock around the whole call with a synchronized clock (CUDA/MPS synchronize; on CPU "

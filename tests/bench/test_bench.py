@@ -49,7 +49,7 @@ def run_bench(folders, out, *extra):
         bench.main(["--threads", "1", "--retries", "0", "--target", str(folders / "target"),
                     "--draft", str(folders / "draft"), "--name", "tiny", "--suite", str(folders / "suite.jsonl"),
                     "--out", str(out), "--no-png", "--k", "2", "--max-new-tokens", "10", "--repeats", "2",
-                    "--schedules", "constant,adaptive", "--per-category", "1", *extra])
+                    "--policies", "fixed,heuristic", "--per-category", "1", *extra])
     finally:
         torch.set_num_threads(threads)
     return json.loads((out / "results.json").read_text())
@@ -63,8 +63,8 @@ def first_run(folders, tmp_path_factory):
 
 def test_every_drafter_schedule_and_prompt_is_measured(first_run):
     out, results = first_run
-    keys = {(c["prompt"], c["drafter"], c["k"], c["schedule"]) for c in results["cells"]}
-    assert keys == {(p["id"], d, 2, s) for p in PROMPTS for d in DRAFTERS for s in ("constant", "adaptive")}
+    keys = {(c["prompt"], c["drafter"], c["k"], c["policy"]) for c in results["cells"]}
+    assert keys == {(p["id"], d, 2, s) for p in PROMPTS for d in DRAFTERS for s in ("fixed", "heuristic")}
     for cell in results["cells"]:
         assert len(cell["repeats"]) == 2
         for rep in cell["repeats"]:
@@ -81,12 +81,12 @@ def test_every_drafter_schedule_and_prompt_is_measured(first_run):
             assert lanes["speculative"]["target_forwards"] == len(rep["rounds"])
             if cell["drafter"] == "draft-model":
                 assert lanes["speculative"]["draft_forwards"] == sum(m for m, _ in rep["rounds"])
-    peers = {(c["drafter"], c["schedule"]): set(c["repeats"][0]["lanes"]) - {"generate", "standard", "speculative"}
+    peers = {(c["drafter"], c["policy"]): set(c["repeats"][0]["lanes"]) - {"generate", "standard", "speculative"}
              for c in results["cells"]}
-    assert peers[("draft-model", "constant")] == {"hf-assisted", "hf-assisted-fixed-k"}
-    assert peers[("draft-model", "adaptive")] == {"hf-assisted"}
-    assert peers[("prompt-lookup", "constant")] == {"hf-prompt-lookup"}
-    assert peers[("prompt-lookup", "adaptive")] == set()  # transformers has no adaptive prompt lookup
+    assert peers[("draft-model", "fixed")] == {"hf-assisted", "hf-assisted-fixed-k"}
+    assert peers[("draft-model", "heuristic")] == {"hf-assisted"}
+    assert peers[("prompt-lookup", "fixed")] == {"hf-prompt-lookup"}
+    assert peers[("prompt-lookup", "heuristic")] == set()  # transformers has no adaptive prompt lookup
 
 
 def test_outputs_exist_and_agree(first_run):
@@ -112,11 +112,26 @@ def test_resume_skips_finished_cells_and_runs_only_new_ones(folders, first_run, 
     before = json.loads((out / "results.json").read_text())["cells"]
     after = run_bench(folders, out)
     assert ran == [] and after["cells"] == before
+    # The older flag and name still work: --schedules constant is --policies fixed.
     after = run_bench(folders, out, "--k", "2,3", "--drafters", "prompt-lookup", "--schedules", "constant")
-    assert {k for keys in ran for k in keys} == {f"tiny|{p['id']}|T=0|n=10|prompt-lookup|k=3|constant"
+    assert {k for keys in ran for k in keys} == {f"tiny|{p['id']}|T=0|n=10|prompt-lookup|k=3|fixed"
                                                  for p in PROMPTS}
     assert len(after["cells"]) == len(before) + 2
     assert len(after["meta"]["commands"]) == 3
+
+
+def test_results_written_before_the_policy_rename_load_with_policy_names(tmp_path):
+    """A results.json cell with "schedule": "constant" reads as policy "fixed", its key too, so a
+    resumed run skips it instead of measuring it again."""
+    from specdec.bench.command import load_results
+
+    record = cell_record()
+    old = {**record, "schedule": "constant", "key": record["key"].replace("|fixed", "|constant")}
+    del old["policy"]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"meta": {"commands": [], "setups": []}, "cells": [old]}))
+    (cell,) = load_results(path, fresh=False)["cells"]
+    assert cell["policy"] == "fixed" and "schedule" not in cell and cell["key"] == record["key"]
 
 
 def test_report_only_rebuilds_from_json(first_run, tmp_path):
@@ -158,8 +173,9 @@ def test_grid_expansion_merges_groups_and_skips_drafters_without_a_model():
     assert {"prompt-lookup", "self"} <= {d for d in DRAFTERS if not needs_draft_model(d)}
     assert sorted(c.k for c in groups[0].cells if c.drafter == "prompt-lookup") == [2, 4, 6]
     assert [p.id for p in select_prompts(Plan(alone, prompts=("b1", "a2")), suite)] == ["b1", "a2"]
-    with pytest.raises(ValueError, match="unknown schedule"):
-        Plan(alone, schedules=("sometimes",))
+    with pytest.raises(ValueError, match="unknown policy"):
+        Plan(alone, policies=("sometimes",))
+    assert Plan(alone, policies=("constant", "adaptive", "cost")).policies == ("fixed", "heuristic", "cost")
 
 
 def test_lane_order_rotates_per_repeat():
@@ -173,8 +189,8 @@ def lane(tps, matches=True, engine=None):
             "matches_standard": matches, "first_difference": None if matches else 3}
 
 
-def cell_record(category="code", spec=(12.0, 14.0), peer=(10.0, 10.0), schedule="constant", peer_match=True):
-    cell = Cell("s", f"{category}-1", category, 0.0, 10, "draft-model", 4, schedule)
+def cell_record(category="code", spec=(12.0, 14.0), peer=(10.0, 10.0), policy="fixed", peer_match=True):
+    cell = Cell("s", f"{category}-1", category, 0.0, 10, "draft-model", 4, policy)
     stats = {"alpha": 0.8, "alpha_analytic": 0.7, "tau": 3.36, "tokens_per_round": 3.0, "c": 0.2,
              "verify_cost": 1.5, "predicted_speedup": 1.867, "predicted_speedup_with_verify_cost": 1.462}
     repeats = [{"repeat": r, "loadavg": [1.0, 1.0], "rounds": [[4, 4], [4, 1], [4, 0]], "stats": stats,
@@ -196,7 +212,7 @@ def test_cell_summary_by_hand():
     assert s["position_acceptance"] == pytest.approx([4 / 6, 2 / 4, 2 / 2, 2 / 2])
     assert s["identical"] == {"generate": True, "speculative": True, "hf-assisted": True}
     assert s["overhead"]["standard"] == pytest.approx(0.05) and s["noise"]["standard"] == 0.0
-    adaptive = summarize_cell(cell_record(schedule="adaptive"))
+    adaptive = summarize_cell(cell_record(policy="heuristic"))
     assert adaptive["predicted_speedup"] == pytest.approx(predicted)  # rounds' own lengths, adaptive too
 
 
@@ -228,8 +244,8 @@ def test_report_states_misses_with_numbers(tmp_path):
 
 def test_auto_goals_judge_the_worst_category_and_the_best_peer():
     """auto: never below 0.97x standard in any category; on code, against the best assisted setting."""
-    cells = [cell_record("code", spec=(14.0, 14.0), peer=(10.0, 10.0), schedule="cost"),  # 1.4x, 1.4x peer
-             cell_record("explain", spec=(9.5, 9.7), schedule="cost"),  # 0.95x, 0.97x standard: median 0.96
+    cells = [cell_record("code", spec=(14.0, 14.0), peer=(10.0, 10.0), policy="cost"),  # 1.4x, 1.4x peer
+             cell_record("explain", spec=(9.5, 9.7), policy="cost"),  # 0.95x, 0.97x standard: median 0.96
              cell_record("code", spec=(20.0, 20.0), peer=(10.0, 10.0))]  # not auto: ignored
     summaries = [summarize_cell(c) for c in cells]
     found = {g["goal"]: g for g in goals(summaries)}
