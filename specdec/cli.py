@@ -7,7 +7,7 @@ import json
 import sys
 
 from .engine.config import Sampling, Speculation, TreeShape
-from .engine.drafters import DRAFTERS, best_drafter, needs_draft_model
+from .engine.drafters import DRAFTERS, needs_draft_model
 from .engine.layer_search import layers_from
 from .engine.policy import POLICIES
 from .models.fast import ENGINES
@@ -95,13 +95,14 @@ def load_pair(args, log=None):
     auto = getattr(args, "auto", False)
     if auto and args.drafter:
         raise SystemExit("--auto picks the drafter itself; drop --drafter")
-    drafter = args.drafter or (best_drafter(bool(args.draft)) if auto else
-                               "draft-model" if args.draft else "prompt-lookup")
+    # "auto": Pair.auto picks the drafter once both models are loaded (generate); it drafts with the
+    # draft model where there is one, as the mixed drafter does.
+    drafter = args.drafter or ("auto" if auto else "draft-model" if args.draft else "prompt-lookup")
+    if needs_draft_model(drafter) and not args.draft:
+        raise SystemExit(f"--drafter {drafter} needs --draft")
     target = load_model(args.target, args.device, args.dtype, args.trust_remote_code, log=log, engine=args.engine)
     draft = None
-    if needs_draft_model(drafter):
-        if not args.draft:
-            raise SystemExit(f"--drafter {drafter} needs --draft")
+    if args.draft and (needs_draft_model(drafter) or drafter in ("auto", "mixed")):
         # An int8 draft on CPU cuts its cost per token about 4x (c 0.45 -> 0.10 on the Qwen pair);
         # the target verifies every token, so the output is unchanged.
         quantize = args.draft_quantize or ("int8" if auto and target.device.type == "cpu" else None)
@@ -109,8 +110,6 @@ def load_pair(args, log=None):
                            quantize=quantize, engine=args.engine)
     pair = Pair(target, draft)
     pair.remember_costs(costs_file(target, draft))  # the cost policy starts from what earlier runs learned
-    if auto:  # a draft with another tokenizer is only known once both are loaded
-        drafter = best_drafter(draft is not None, pair.tokenizer_mismatch is None)
     return pair, drafter
 
 
@@ -135,10 +134,13 @@ def generate(args) -> None:
         sampling=Sampling(args.temperature, args.top_k, args.top_p, args.seed),
         spec=Speculation(k=args.k, confidence=args.confidence, policy=policy_of(args),
                          tree=TreeShape(args.tree_budget, args.tree_branching)),
-        drafter=drafter,
+        drafter="prompt-lookup" if drafter == "auto" else drafter,
         raw=args.raw,
         draft_layers=layers_from(args.draft_layers, pair.target.model),
     )
+    if drafter == "auto":  # the pair's best setup, as the app's Auto and the bench's auto cells run it
+        request = pair.auto(request)
+        drafter = request.drafter
     result = compare(pair, request, warm_up=not args.no_warmup)
     follow_ups, history = [], ()
     for turn in args.turn:  # the conversation goes on from the standard lane's answer (spec_bench.py)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .figures import write_figures
 from ..engine.policy import POLICIES
-from .grid import Plan, upgrade_cell, Setup, expand, load_suite, needs_draft_model, runnable_drafters, setups_of
+from .grid import AUTO, Plan, upgrade_cell, Setup, expand, load_suite, needs_draft_model, runnable_drafters, setups_of
 from .lanes import Models, busiest, jobs_for, run_repeat, warm_up
 from .meters import OtherLoad, machine
 from . import spec_bench, spec_bench_run
@@ -145,7 +145,7 @@ def load_setup(setup: Setup, plans: list[Plan], args, log) -> Models:
     target = load_model(setup.target, args.device, args.dtype, args.trust_remote_code, log=log, engine=engine)
     wanted = {d for plan in plans if plan.setup == setup for d in runnable_drafters(plan)[0]}
     draft = None
-    if setup.draft and any(needs_draft_model(d) for d in wanted):
+    if setup.draft and any(needs_draft_model(d) or d == AUTO for d in wanted):  # auto drafts with it too
         draft = load_model(setup.draft, target.device, target.dtype, args.trust_remote_code, log=log,
                            quantize=setup.draft_quantize, engine=engine)
     return Models(Pair(target, draft), target, draft, layers_from(setup.draft_layers, target.model))

@@ -21,6 +21,11 @@ from ..engine.policy import POLICIES
 OLD_POLICY_NAMES = {"constant": "fixed", "adaptive": "heuristic"}
 
 
+# A cell's drafter may also be "auto": Pair.auto's setup (the cost policy over every source the pair
+# has, k up to its own limit), the same that the CLI's --auto and the app's Auto button run.
+AUTO = "auto"
+
+
 def policy_name(name: str) -> str:
     """A policy by its engine name; the bench's older names translated."""
     return OLD_POLICY_NAMES.get(name, name)
@@ -146,12 +151,12 @@ def select_prompts(plan: Plan, suite: list[Prompt]) -> list[Prompt]:
 def runnable_drafters(plan: Plan) -> tuple[list[str], list[str]]:
     """(drafters to run, drafters skipped because the setup has no draft model)."""
     names = list(plan.drafters) if plan.drafters is not None else list(DRAFTERS)
-    unknown = [d for d in names if d not in DRAFTERS]
+    unknown = [d for d in names if d not in DRAFTERS and d != AUTO]
     if unknown:
         raise ValueError(f"unknown drafter(s) {unknown}; registered: {sorted(DRAFTERS)}")
     if plan.setup.draft is not None:
         return names, []
-    skipped = [d for d in names if needs_draft_model(d)]
+    skipped = [d for d in names if d != AUTO and needs_draft_model(d)]
     return [d for d in names if d not in skipped], skipped
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..engine.policy import POLICIES
-from .grid import Plan, Setup
+from .grid import AUTO, Plan, Setup
 
 SMOLLM = Setup("smollm2-135m", "embedded", draft="embedded", draft_quantize="int8")  # int8 copy drafts for itself
 QWEN = Setup("qwen-coder-1.5b+0.5b", "qwen-coder-1.5b", draft="qwen-coder-0.5b")
@@ -12,9 +12,9 @@ QWEN_INT8 = Setup("qwen-coder-1.5b+0.5b-int8", "qwen-coder-1.5b", draft="qwen-co
 
 def auto_plans(suite, setups=(SMOLLM, QWEN_INT8), per_category: int = 1, max_new_tokens: int = 64,
                repeats: int = 2) -> list[Plan]:
-    """auto (the cost policy with the hybrid drafter, an int8 draft on CPU) on every category of
-    each setup, against standard decoding, model.generate and transformers' assisted defaults."""
-    return [Plan(setup, per_category=per_category, drafters=("hybrid",), policies=("cost",),
+    """auto (Pair.auto: the cost policy over every source the pair has, an int8 draft on CPU) on every
+    category of each setup, against standard decoding, model.generate and transformers' assisted defaults."""
+    return [Plan(setup, per_category=per_category, drafters=(AUTO,), policies=("cost",),
                  max_new_tokens=max_new_tokens, repeats=repeats) for setup in setups]
 
 
@@ -22,7 +22,7 @@ def quick_plans() -> list[Plan]:
     """One prompt per category, k=4, greedy, one repeat, every drafter: a smoke test of the whole
     pipeline with real numbers, in a few minutes on a laptop CPU."""
     return [Plan(SMOLLM, per_category=1, ks=(4,), max_new_tokens=64, repeats=1),
-            Plan(SMOLLM, per_category=1, drafters=("hybrid",), policies=("cost",), max_new_tokens=64, repeats=1)]
+            Plan(SMOLLM, per_category=1, drafters=(AUTO,), policies=("cost",), max_new_tokens=64, repeats=1)]
 
 
 def full_plans(suite) -> list[Plan]:

@@ -18,11 +18,12 @@ from transformers import GenerationConfig
 
 from ..engine.compare import summarize
 from ..engine.config import Sampling, Speculation
-from ..engine.drafters import make_drafter
+from ..engine.drafters.lookup import MAX_NGRAM
 from ..engine.drafters.layers import decoder_layers, first_layers
 from ..engine.loaded import Loaded
 from ..engine.pair import Pair, Request
 from ..engine.timing import Clock
+from .grid import AUTO
 from .meters import Forwards, OtherLoad
 
 STANDARD, SPECULATIVE, GENERATE = "standard", "speculative", "generate"
@@ -45,6 +46,7 @@ class Peer:
     name: str
     label: str
     kwargs: Callable[[Models, int], dict]  # (models, k) -> extra generate() arguments
+    needs_draft: bool = False  # assisted generation: a setup without a draft model runs no such peer
 
 
 def _assisted(schedule: str, confidence: float | None = None) -> Callable[[Models, int], dict]:
@@ -96,8 +98,7 @@ def _early_exit(models: Models, k: int) -> dict:
 
 def _prompt_lookup(models: Models, k: int) -> dict:
     # Match our drafter's longest n-gram so both look for the same matches.
-    ngram = getattr(make_drafter("prompt-lookup", None, 1), "max_ngram", 2)
-    return {"prompt_lookup_num_tokens": k, "max_matching_ngram_size": ngram}
+    return {"prompt_lookup_num_tokens": k, "max_matching_ngram_size": MAX_NGRAM}
 
 
 # (drafter, policy) -> peers. A drafter with no entry (a new strategy) is benchmarked on its own.
@@ -109,11 +110,11 @@ PEERS: dict[tuple[str, str], tuple[Peer, ...]] = {
     ),
     ("draft-model", "heuristic"): (Peer("hf-assisted", "transformers assisted, heuristic k", _assisted("heuristic")),),
     ("prompt-lookup", "fixed"): (Peer("hf-prompt-lookup", "transformers prompt lookup", _prompt_lookup),),
-    # auto: our cost policy against what transformers users actually run, and its best schedule.
-    ("hybrid", "cost"): (
+    # auto (Pair.auto) against what transformers users actually run, and its best schedule.
+    (AUTO, "cost"): (
         Peer("hf-assisted-defaults", "transformers assisted with its defaults (20 tokens, constant, confidence "
-             "stop 0.4)", _assisted_defaults),
-        Peer("hf-assisted", "transformers assisted, heuristic k", _assisted("heuristic")),
+             "stop 0.4)", _assisted_defaults, needs_draft=True),
+        Peer("hf-assisted", "transformers assisted, heuristic k", _assisted("heuristic"), needs_draft=True),
     ),
     ("prompt-lookup", "cost"): (Peer("hf-prompt-lookup", "transformers prompt lookup", _prompt_lookup),),
     ("cross-tokenizer", "fixed"): (
@@ -128,8 +129,10 @@ def peers_for(drafter: str, policy: str) -> tuple[Peer, ...]:
 
 def make_request(prompt: str, max_new_tokens: int, temperature: float, seed: int, drafter: str = "prompt-lookup",
                  k: int = 4, policy: str = "fixed", draft_layers: tuple[int, ...] | None = None) -> Request:
+    """A lane's request; an auto cell's gets its drafter from Pair.auto (see _run_job)."""
     return Request(prompt, max_new_tokens, Sampling(temperature=temperature, seed=seed),
-                   Speculation(k=k, policy=policy), drafter, draft_layers=draft_layers)
+                   Speculation(k=k, policy=policy), "prompt-lookup" if drafter == AUTO else drafter,
+                   draft_layers=draft_layers)
 
 
 def lane_record(token_ids: list[int], seconds: float, reference: list[int] | None,
@@ -202,11 +205,11 @@ class Job:
     peer: Peer | None = None
 
 
-def jobs_for(cells) -> list[Job]:
+def jobs_for(cells, has_draft: bool = True) -> list[Job]:
     jobs = [Job(None, GENERATE), Job(None, STANDARD)]
     for cell in cells:
         jobs.append(Job(cell, SPECULATIVE))
-        jobs += [Job(cell, p.name, p) for p in peers_for(cell.drafter, cell.policy)]
+        jobs += [Job(cell, p.name, p) for p in peers_for(cell.drafter, cell.policy) if has_draft or not p.needs_draft]
     return jobs
 
 
@@ -225,7 +228,7 @@ def run_repeat(models: Models, group, cells, repeat: int, tick: Callable[[], Non
     raw: dict[tuple, tuple] = {}
     others: dict[tuple, float | None] = {}
     forwards: dict[tuple, dict] = {}
-    for job in rotated(jobs_for(cells), repeat):
+    for job in rotated(jobs_for(cells, models.draft is not None), repeat):
         key = (job.cell.key if job.cell else None, job.lane)
         monitor, counter = OtherLoad(), Forwards(models.target.model, models.draft and models.draft.model)
         try:
@@ -276,6 +279,8 @@ def _run_job(models: Models, group, job: Job, ids: list[int], seed: int, max_new
     cell = job.cell
     request = make_request(group.prompt.text, n, group.temperature, seed,
                            *((cell.drafter, cell.k, cell.policy) if cell else ()), draft_layers=models.draft_layers)
+    if cell and cell.drafter == AUTO:
+        request = models.pair.auto(request)  # auto is Pair.auto's, as the CLI and the app run it
     if job.lane == STANDARD:
         return run_standard(models, request, ids)
     if job.lane == SPECULATIVE:
@@ -289,5 +294,5 @@ def warm_up(models: Models, group, cells, tokens: int = 4) -> None:
     pass at this prompt length) land here instead of in the first measured lane."""
     base = make_request(group.prompt.text, group.max_new_tokens, group.temperature, 0)
     ids = models.pair.prompt_ids(base)
-    for job in jobs_for(cells):
+    for job in jobs_for(cells, models.draft is not None):
         _run_job(models, group, job, ids, 0, min(tokens, group.max_new_tokens))

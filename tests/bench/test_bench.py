@@ -89,6 +89,20 @@ def test_every_drafter_schedule_and_prompt_is_measured(first_run):
     assert peers[("prompt-lookup", "heuristic")] == set()  # transformers has no adaptive prompt lookup
 
 
+def test_an_auto_cell_runs_pair_auto_against_transformers_defaults(folders, tmp_path):
+    """The bench's auto is Pair.auto's setup, as the CLI's --auto and the app's Auto run it: every
+    source the pair has (the mixed drafter), timed against transformers' assisted defaults."""
+    results = run_bench(folders, tmp_path, "--drafters", "auto", "--policies", "cost", "--repeats", "1")
+    (cell, *rest) = results["cells"]
+    assert {c["drafter"] for c in results["cells"]} == {"auto"} and len(rest) == len(PROMPTS) - 1
+    lanes = cell["repeats"][0]["lanes"]
+    assert {"hf-assisted-defaults", "hf-assisted"} <= set(lanes)
+    assert lanes["speculative"]["matches_standard"] is True and cell["repeats"][0]["stats"]["identical"] is True
+    sources = {source.split(":")[0] for source in cell["repeats"][0]["stats"]["sources"]}  # mixed's, by name
+    assert "draft-model" in sources and sources <= {"prompt-lookup", "lookup-tree", "recycling", "draft-model",
+                                                    "draft-tree"}
+
+
 def test_outputs_exist_and_agree(first_run):
     out, results = first_run
     text = (out / "report.md").read_text()

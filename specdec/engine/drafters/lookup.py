@@ -6,6 +6,8 @@ import torch
 from ..config import Sampling
 from .base import Draft
 
+MAX_NGRAM = 3  # the longest n-gram matched first (also what transformers' prompt lookup is given in the bench)
+
 
 class PromptLookupDrafter:
     """n-gram prompt lookup (Saxena 2023): find the latest earlier occurrence of the last n tokens
@@ -13,7 +15,7 @@ class PromptLookupDrafter:
 
     name = "prompt-lookup"
 
-    def __init__(self, max_ngram: int = 3, min_ngram: int = 1):
+    def __init__(self, max_ngram: int = MAX_NGRAM, min_ngram: int = 1):
         self.max_ngram, self.min_ngram = max_ngram, min_ngram
         self.reset()
 

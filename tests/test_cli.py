@@ -1,0 +1,41 @@
+"""specdec.cli: --auto is Pair.auto's setup (the same the app's Auto and the bench's auto cells run),
+and it drafts with the draft model it is given."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import VOCAB, perturbed, save_model, tiny_model, tiny_tokenizer
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    target = tiny_model("llama", seed=0, vocab=VOCAB)
+    return {"target": save_model(root / "target", target, tiny_tokenizer()),
+            "draft": save_model(root / "draft", perturbed(target, 0.05), tiny_tokenizer())}
+
+
+def run(capsys, *argv) -> dict:
+    from specdec import cli
+
+    cli.main(["generate", "--prompt", "abc abc abc abc", "--max-new-tokens", "12", "--json", "--no-warmup",
+              "--engine", "eager", *argv])
+    return json.loads(capsys.readouterr().out)
+
+
+def test_auto_drafts_with_the_draft_model_it_is_given(folders, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path))  # learned costs land here, not in the user's cache
+    result = run(capsys, "--target", folders["target"], "--draft", folders["draft"], "--auto")
+    assert result["stats"]["identical"] is True and result["stats"]["sources"]
+    assert result["engine"]["draft"] is not None  # the draft was loaded: mixed drafts with it where it pays
+    alone = run(capsys, "--target", folders["target"], "--auto")
+    assert alone["engine"]["draft"] is None and alone["stats"]["identical"] is True
+
+
+def test_auto_refuses_a_drafter_or_another_policy(folders, capsys):
+    with pytest.raises(SystemExit, match="--auto picks the drafter"):
+        run(capsys, "--target", folders["target"], "--auto", "--drafter", "prompt-lookup")
+    with pytest.raises(SystemExit, match="--auto uses the cost policy"):
+        run(capsys, "--target", folders["target"], "--auto", "--policy", "fixed")
