@@ -209,10 +209,8 @@ def search_layers(args) -> None:
 def divergence_note(divergence: dict | None) -> str:
     if not divergence:
         return ""
-    d = divergence
-    verdict = "a numerical tie, not a bug" if d["numerical_tie"] else "larger than rounding explains: a bug"
-    return (f": first difference at token {d['index']} ({d['standard_token']} vs {d['speculative_token']}), "
-            f"target top-2 logit margin {d['margin']:.3g} vs tolerance {d['tolerance']:.3g} ({d['dtype']}): {verdict}")
+    d = Divergence.from_json(divergence)
+    return f": {d.describe()}; tokens {d.standard_token} (standard) and {d.speculative_token} (speculative)"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -91,16 +91,22 @@ def settled_k(rounds: list[RoundEvent]) -> float | None:
     return statistics.median(ks) if ks else None
 
 
+def verdict_answer(speedup: float | None) -> str:
+    """The verdict's answer alone: did speculation pay (the table's short cell)."""
+    if speedup is None:
+        return "not measured yet"
+    return "speculation paid" if speedup > 1.0 else "speculation did not pay"
+
+
 def verdict(stats: dict) -> str:
     """One line: did speculation pay, and the measured numbers that say why."""
     if stats["speedup"] is None:
-        return "not measured yet"
+        return verdict_answer(None)
     fmt = lambda x, spec: "n/a" if x is None else format(x, spec)  # noqa: E731
     why = (f"α {fmt(stats['alpha'], '.2f')}, c {fmt(stats['c'], '.2f')}, verify cost "
            f"{fmt(stats['verify_cost'], '.2f')} steps, settled on k={fmt(stats['k_settled'], 'g')}, "
            f"{stats['rounds_without_draft']} of {stats['rounds']} rounds plain")
-    paid = "paid" if stats["speedup"] > 1.0 else "did not pay"
-    return f"speculation {paid}: {stats['speedup']:.2f}x standard decoding ({why})"
+    return f"{verdict_answer(stats['speedup'])}: {stats['speedup']:.2f}x standard decoding ({why})"
 
 
 def compare(pair: Pair, request: Request, warm_up: bool = True) -> dict:

@@ -16,7 +16,7 @@ from .kvcache import CachedModel, common_prefix, new_cache, output_width
 from .loaded import Loaded, TokenizerMismatch, check_tokenizers
 from .policy import CostModel, make_policy
 from .text import encode_prompt
-from .verdicts import numerical_tie
+from .verdicts import Divergence, numerical_tie
 from .verify_costs import VerifyCosts, measure_verify_costs
 
 AUTO_K_MAX = 32
@@ -162,8 +162,9 @@ class Pair:
             return None
         at = lambda ids: ids[i] if i < len(ids) else None  # noqa: E731
         logits = self._standard_lane.logits(prompt_ids + standard_ids[:i], 1)[0]
-        return {"index": i, "standard_token": at(standard_ids), "speculative_token": at(speculative_ids),
-                **numerical_tie(logits, {at(standard_ids), at(speculative_ids)})}
+        tie = numerical_tie(logits, {at(standard_ids), at(speculative_ids)})
+        return Divergence(i, at(standard_ids), at(speculative_ids), tie["margin"], tie["tolerance"], tie["dtype"],
+                          tie["numerical_tie"], tuple(tie["top2"])).to_json()  # the run's stats are JSON
 
     def free(self) -> None:
         """Drop both lanes' KV caches (the draft's lives in its drafter and goes with it)."""

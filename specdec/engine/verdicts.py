@@ -1,7 +1,40 @@
 """Judging a greedy divergence: a numerical tie of the target's own logits, or a bug."""
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+
 import torch
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where two greedy lanes first differ (token `index`), and whether the target itself could not
+    tell the two tokens apart there (numerical_tie). The JSON's "divergence" object, typed; the one
+    place it is put into words, for the CLI and the app alike."""
+
+    index: int
+    standard_token: int | None  # None: that lane ended there
+    speculative_token: int | None
+    margin: float  # the target's top-2 logit margin at `index`
+    tolerance: float  # what its dtype's rounding can move a logit of that size
+    dtype: str
+    numerical_tie: bool
+    top2: tuple[int, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Divergence":
+        return cls(**{**data, "top2": tuple(data.get("top2") or ())})
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "top2": list(self.top2)}
+
+    def describe(self) -> str:
+        """'numerical tie at token 17 (...)', or 'diverged at token 17 (...): this is a bug'."""
+        sign = "≤" if self.numerical_tie else ">"
+        why = f"top-2 logit margin {self.margin:.3g} {sign} tolerance {self.tolerance:.3g}, {self.dtype}"
+        if self.numerical_tie:
+            return f"numerical tie at token {self.index} ({why})"
+        return f"diverged at token {self.index} ({why}): this is a bug"
 
 
 def numerical_tie(logits: torch.Tensor, tokens: set) -> dict:

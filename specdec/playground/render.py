@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import html
 
+from ..engine.compare import verdict_answer
 from ..engine.drafters import DRAFTERS
+from ..engine.verdicts import Divergence
 from ..engine.events import ACCEPTED, BONUS, CORRECTED, PLAIN
 
 # Fate -> (background, border, legend text). Light fills keep the text readable in both themes.
@@ -95,8 +97,7 @@ def stats_rows(stats: dict, standard: dict, speculative: dict, greedy: bool, fin
     if stats.get("engine"):
         rows.append(["engine", stats["engine"], ENGINE_NOTES.get(stats["engine"], "")])
     if finished:
-        rows.insert(0, ["did speculation pay?", stats.get("verdict", "not measured yet").split(":")[0],
-                        stats.get("verdict", "")])
+        rows.insert(0, ["did speculation pay?", verdict_answer(stats.get("speedup")), stats.get("verdict", "")])
     else:  # a streaming run's figures move: no verdict until it ends
         rows.insert(0, ["did speculation pay?", "running (figures provisional)",
                         "the verdict and its interval come when the run ends"])
@@ -185,13 +186,7 @@ def _identical(stats: dict) -> str:
     if stats["identical"]:
         return "yes"
     d = stats.get("divergence")
-    if not d:
-        return "no"
-    tie = d["numerical_tie"]
-    why = f"top-2 logit margin {d['margin']:.3g} {'≤' if tie else '>'} tolerance {d['tolerance']:.3g}, {d['dtype']}"
-    if tie:
-        return f"no: numerical tie at token {d['index']} ({why})"
-    return f"no: diverged at token {d['index']} ({why}): this is a bug"
+    return f"no: {Divergence.from_json(d).describe()}" if d else "no"
 
 
 STATS_HEADERS = ["quantity", "value", "meaning"]

@@ -88,3 +88,17 @@ def test_context_overflow_is_refused_before_any_model_work():
         pair.prompt_ids(Request("a b " * 200, max_new_tokens=200, raw=True))
     with pytest.raises(ValueError, match="empty"):
         pair.prompt_ids(Request("", raw=True))
+
+
+def test_a_divergence_is_typed_and_its_json_keeps_its_shape():
+    """Issue #19: the divergence is one typed value, put into words in one place (CLI and app)."""
+    from specdec.engine.compare import verdict_answer
+    from specdec.engine.verdicts import Divergence
+
+    data = {"index": 3, "standard_token": 5, "speculative_token": None, "margin": 0.5, "tolerance": 0.01,
+            "dtype": "float32", "numerical_tie": False, "top2": [5, 7]}
+    divergence = Divergence.from_json(data)
+    assert divergence.to_json() == data and divergence.speculative_token is None
+    assert divergence.describe().startswith("diverged at token 3 (top-2 logit margin 0.5 > tolerance 0.01")
+    assert verdict_answer(None) == "not measured yet" and verdict_answer(1.01) == "speculation paid"
+    assert verdict_answer(1.0) == "speculation did not pay"
