@@ -22,7 +22,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr  # noqa: E402
 
 import space_config  # noqa: E402
-from specdec.engine.config import MAX_BRANCHING, Sampling, Speculation, TreeShape  # noqa: E402
+from specdec.engine.config import Sampling, Speculation, TreeShape  # noqa: E402
 from specdec.engine.drafters import DRAFTERS, TREE, best_drafter  # noqa: E402
 from specdec.engine.drafters.layers import decoder_layers, parse_layers  # noqa: E402
 from specdec.engine.policy import POLICIES  # noqa: E402
@@ -521,37 +521,43 @@ def _model_column(ui: dict, limits: Limits) -> None:
                                         visible=default.drafter == "self")
     with gr.Row():
         tree = default.drafter in TREE
-        ui["tree_budget"] = gr.Slider(1, limits.tree_budget_max, step=1, label="Tree budget",
-                                      value=min(declared["tree_budget"].value, limits.tree_budget_max),
-                                      info=declared["tree_budget"].help, visible=tree, elem_id="tree-budget")
-        ui["tree_branching"] = gr.Slider(1, MAX_BRANCHING, value=declared["tree_branching"].value, step=1,
-                                         label="Tree branching", info=declared["tree_branching"].help + "; lookup-tree "
-                                         "ignores it", visible=tree, elem_id="tree-branching")
+        ui["tree_budget"] = _number_field("tree_budget", limits, "Tree budget", visible=tree, elem_id="tree-budget")
+        ui["tree_branching"] = _number_field("tree_branching", limits, "Tree branching", visible=tree,
+                                             elem_id="tree-branching", note="lookup-tree ignores it")
 
 
 def _decoding_column(ui: dict, limits: Limits) -> None:
     """k and its policy, sampling, length and seed, and the Run / Stop / Replay buttons."""
     declared = fields.FIELD
-    ui["k"] = gr.Slider(1, limits.k_max, value=declared["k"].value, step=1, label="k (tokens drafted per round)",
-                        info="tree drafters: the tree's depth")
+    ui["k"] = _number_field("k", limits, "k (tokens drafted per round)")
     with gr.Row():
         ui["policy"] = gr.Dropdown(list(POLICIES), value=declared["policy"].value, label="k policy", scale=3,
                                    info=POLICIES[declared["policy"].value])
         ui["auto"] = gr.Button("Auto", elem_id="auto", scale=1)
     # The policy dropdown says it: kept only as /compare's 6th argument, for older clients.
     ui["adaptive_k"] = gr.Checkbox(declared["adaptive_k"].value, label="Adaptive k", visible=False)
-    ui["temperature"] = gr.Slider(0.0, limits.temperature_max, value=declared["temperature"].value, step=0.05,
-                                  label="Temperature (0 = greedy)")
-    ui["top_p"] = gr.Slider(0.05, 1.0, value=declared["top_p"].value, step=0.05, label="Top-p")
     with gr.Row():
-        ui["max_new_tokens"] = gr.Slider(1, limits.max_new_tokens, step=1, label="Max new tokens", scale=3,
-                                         value=min(declared["max_new_tokens"].value, limits.max_new_tokens))
-        ui["seed"] = gr.Number(declared["seed"].value, label="Seed", precision=0, minimum=0, maximum=limits.seed_max,
-                               scale=1)
+        ui["temperature"] = _number_field("temperature", limits, "Temperature", step=0.05)
+        ui["top_p"] = _number_field("top_p", limits, "Top-p", step=0.05)
+    with gr.Row():
+        ui["max_new_tokens"] = _number_field("max_new_tokens", limits, "Max new tokens", scale=3)
+        ui["seed"] = _number_field("seed", limits, "Seed", scale=1)
     with gr.Row():
         ui["run"] = gr.Button("Run", variant="primary", elem_id="run")
         ui["stop"] = gr.Button("Stop", variant="stop", elem_id="stop", interactive=False)
         ui["replay"] = gr.Button("Replay", elem_id="replay", interactive=False)
+
+
+def _number_field(name: str, limits: Limits, label: str, note: str = "", step: float = 1, **kwargs) -> gr.Number:
+    """A number box for one of /compare's fields: its initial value, help and range from the
+    declaration. No minimum or maximum on the box itself: a slider or a bounded box would clamp an
+    out-of-range number silently, where the check (preprocess=False) names the limit instead."""
+    declared = fields.FIELD[name]
+    low, high = declared.bounds(limits)
+    value = min(max(declared.value, low), high)
+    info = f"{declared.help}; {'above' if declared.low_open else 'from'} {low:g} to {high:g}"
+    info += f"; {note}" if note else ""
+    return gr.Number(value, label=label, info=info, precision=0 if declared.integer else None, step=step, **kwargs)
 
 
 def _result_area(ui: dict) -> None:
@@ -564,7 +570,8 @@ def _result_area(ui: dict) -> None:
     # One verdict, with how sure it is, once a run has ended (never while it streams).
     ui["card"] = gr.HTML(render.result_card(None), elem_id="result-card")
     ui["stats_table"] = gr.Dataframe(headers=render.STATS_HEADERS, label="Comparison", elem_id="stats-table",
-                                     interactive=False, wrap=True, column_widths=["28%", "22%", "50%"])
+                                     interactive=False, wrap=True, column_widths=["28%", "22%", "50%"],
+                                     max_height=2000)  # every row at once: no scroll box inside the page
     for row in (("rounds", "Tokens per round", "hist", "Accepted-count histogram"),
                 ("speedup", "Speedup vs k", "positions", "Acceptance by position")):
         with gr.Row():

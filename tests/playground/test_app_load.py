@@ -66,3 +66,32 @@ def test_concurrent_sessions_get_their_own_output_or_a_queue_full_error(folders)
         after = client(url)
         assert texts(after.predict(*request(folders, 0, 0), api_name="/compare")[7]) == alone[0, 0]
         assert after.predict(api_name="/limits")["limits"]["max_new_tokens"] == 48
+
+
+def test_the_page_answers_within_2_seconds_while_a_slow_fetch_runs(folders):
+    """Issue #20: a fetch or conversion (faked: a loader that takes 8 s) runs on a worker thread, so
+    the server's event loop keeps serving `/` and /limits to everyone else meanwhile."""
+    import time
+    import urllib.request
+
+    from specdec.models.loading import load_model
+    from specdec.playground.store import ModelStore
+
+    started = threading.Event()
+
+    def slow_loader(spec, *args, **kwargs):
+        started.set()
+        time.sleep(8)  # the fetch and the conversion
+        return load_model(spec, *args, **kwargs)
+
+    store = ModelStore(max_models=3, device="cpu", loader=slow_loader)
+    with launched(store=store) as (url, _):
+        job = client(url).submit(*args("abc abc", folders["target"], max_new_tokens=4), api_name="/compare")
+        assert started.wait(30)
+        for _ in range(3):
+            begin = time.monotonic()
+            with urllib.request.urlopen(url, timeout=10) as page:
+                assert page.status == 200 and b"specdec" in page.read()
+            assert time.monotonic() - begin < 2.0
+        assert client(url).predict(api_name="/limits")["loaded"] == []  # still fetching, and answering
+        assert job.result(timeout=120)[7]["finished"]
