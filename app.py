@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 import queue
+import statistics
 import threading
 import time
 import uuid
@@ -23,6 +24,7 @@ import gradio as gr  # noqa: E402
 
 import space_config  # noqa: E402
 from specdec.engine.config import Sampling, Speculation, TreeShape  # noqa: E402
+from specdec.engine.compare import verdict as verdict_line  # noqa: E402
 from specdec.engine.drafters import DRAFTERS, TREE, best_drafter  # noqa: E402
 from specdec.engine.drafters.layers import decoder_layers, parse_layers  # noqa: E402
 from specdec.engine.policy import POLICIES  # noqa: E402
@@ -91,10 +93,12 @@ def _lanes(race: Race | None, titles: tuple[str, str], note: str = "") -> tuple[
                                            (SPECULATIVE, titles[1], race.speculative)))
 
 
-def _result(race: Race, checked: Checked, pair) -> dict:
+def _result(race: Race, checked: Checked, pair, earlier: tuple[Race, ...] = ()) -> dict:
     """The JSON output: the CLI's stats keys, per-round drafted/accepted, both lanes' text and, once
     finished, the equivalent vLLM and SGLang configuration and the tree rounds (tree_view.tree_json; None
-    for chain drafters). The trees come once, at the end: a run's trees can be megabytes of JSON."""
+    for chain drafters). The trees come once, at the end: a run's trees can be megabytes of JSON.
+    `earlier`: the request's finished runs before this one (repeats); once the last has finished,
+    the speedup is the median of all runs, each run's own in `speedup_runs`."""
     stats = {**race.stats(), "finished": race.finished, "greedy": race.request.sampling.greedy,
              "target": checked.target, "draft": checked.draft, "drafter": checked.drafter,
              "draft_layers": None if race.request.draft_layers is None else list(race.request.draft_layers),
@@ -103,9 +107,14 @@ def _result(race: Race, checked: Checked, pair) -> dict:
              "engine": pair.target.engine, "verify_costs": pair.verify_costs.to_json() if pair.verify_costs else None,
              "verify_points": [[len(r.drafted) + 1, r.verify_seconds] for r in race.rounds[1:]],
              "standard": race.standard.summary(), "speculative": race.speculative.summary()}
-    stats.update(final=race.finished, repeats=1, interval=None, busy=None)  # provisional until the run ends
+    stats.update(final=race.finished, repeats=1 + len(earlier), interval=None, busy=None)  # provisional till the end
     if race.finished:  # the verdict's uncertainty, and the measured setup as the serving flags that reproduce it
-        stats.update(_uncertainty(race, pair, stats["speedup"]))
+        runs = (*earlier, race)
+        stats["speedup_runs"] = [r.stats()["speedup"] for r in runs] if earlier else None
+        if earlier and None not in stats["speedup_runs"]:
+            stats["speedup"] = statistics.median(stats["speedup_runs"])
+            stats["verdict"] = verdict_line(stats) + f"; the median of {len(runs)} runs"
+        stats.update(_uncertainty(runs, pair, stats["speedup"]))
         stats["serving"] = serving_config(stats, checked.drafter, checked.draft)
         stats["trees"] = race.trees if checked.drafter in TREE else None
     return stats
@@ -114,11 +123,13 @@ def _result(race: Race, checked: Checked, pair) -> dict:
 BUSY_STEP = 1.3  # a standard step this much slower than the warm-up's: something else was using the device
 
 
-def _uncertainty(race: Race, pair, speedup: float | None) -> dict:
-    """A 90% bootstrap interval of the speedup (engine.stats.speedup_interval), and whether the
-    machine was busy: the standard lane's median step against the single step timed at warm-up."""
-    steps = [e.seconds for e in race.token_events]
-    interval = speedup_interval(steps, [(len(r.tokens), r.seconds) for r in race.rounds], point=speedup)
+def _uncertainty(runs: tuple[Race, ...], pair, speedup: float | None) -> dict:
+    """A 90% bootstrap interval of the speedup (engine.stats.speedup_interval) over every run's steps
+    and rounds pooled (each run's first, with the prefill, left out), and whether the machine was
+    busy: the standard lane's median step against the single step timed at warm-up."""
+    steps = [e.seconds for race in runs for e in race.token_events[1:]]
+    rounds = [(len(r.tokens), r.seconds) for race in runs for r in race.rounds[1:]]
+    interval = speedup_interval(steps, rounds, point=speedup, skip_first=False)
     quiet = pair.verify_costs.seconds[0] if pair.verify_costs else None
     busy = None if quiet is None or len(steps) < 2 else median_step_seconds(steps) > BUSY_STEP * quiet
     return {"interval": list(interval) if interval else None, "busy": busy}
@@ -131,8 +142,9 @@ def _tree_shape(checked: Checked) -> dict | None:
     return {"budget": checked.tree_budget, "branching": checked.tree_branching}
 
 
-def _full_frame(race: Race, checked: Checked, pair, titles, k_max: int, replay=gr.skip()) -> tuple:
-    result = _result(race, checked, pair)
+def _full_frame(race: Race, checked: Checked, pair, titles, k_max: int, replay=gr.skip(),
+                earlier: tuple[Race, ...] = ()) -> tuple:
+    result = _result(race, checked, pair, earlier)
     table = render.stats_rows(result, result["standard"], result["speculative"], result["greedy"], race.finished)
     return (*_lanes(race, titles), table, *charts.all_charts(race.rounds, result, k_max), result, replay)
 
@@ -261,7 +273,7 @@ def request_duration(limits: Limits, store: ModelStore, *request, **named) -> in
     except Exception:  # noqa: BLE001 - whatever it is, compare raises it again with its message
         return space_config.ZERO_GPU["min_seconds"]
     needs_load = not all(store.is_loaded(s) for s in (checked.target, checked.draft) if s)
-    return duration_seconds(checked.max_new_tokens, needs_load, space_config.ZERO_GPU)
+    return duration_seconds(checked.max_new_tokens * checked.repeats, needs_load, space_config.ZERO_GPU)
 
 
 def compare(server: Server, *values, **named):
@@ -346,33 +358,43 @@ def _load_frames(store: ModelStore, checked: Checked, titles):
 
 
 def _race_frames(server: Server, pair, request: Request, prompt_ids, checked: Checked, titles):
-    """The race's frames: a full one (lanes, table, charts, JSON, trace) each CHARTS_EVERY seconds,
-    the first included, so the trace is this run's from its first frame; light ones (lanes and the
-    lanes' text) between; one full frame at the end with everything."""
+    """Every run of the request (checked.repeats, one after the other), streamed; then one final
+    frame with everything, its verdict the median of the runs."""
     warm_key = (checked.target, checked.draft, checked.drafter)
     if warm_key not in server.store.warmed:
         with DEVICE_LOCK:
             pair.warm_up(request)  # one-time costs (allocator, lazy init) stay off the clocks
         server.store.warmed.add(warm_key)
-    race = Race(pair, request, prompt_ids)
+    runs: list[Race] = []
+    for number in range(1, checked.repeats + 1):
+        race = Race(pair, request, prompt_ids)
+        shown = titles if checked.repeats == 1 else tuple(f"{t} · run {number} of {checked.repeats}" for t in titles)
+        yield from _run_frames(race, checked, pair, shown, server.limits.k_max, tuple(runs))
+        runs.append(race)
+    last = runs[-1]
+    replay_trace = {"steps": last.steps, "titles": titles, "trees": last.trees,  # trees: for the Round slider
+                    # a follow-up asks after this turn: the conversation so far, the standard lane's answer last
+                    "history": [*map(list, request.history), [request.prompt, last.standard.summary()["text"]]]}
+    yield _full_frame(last, checked, pair, titles, server.limits.k_max, replay=replay_trace, earlier=tuple(runs[:-1]))
+
+
+def _run_frames(race: Race, checked: Checked, pair, titles, k_max: int, earlier: tuple[Race, ...]):
+    """One run's frames until it finishes: a full one (lanes, table, charts, JSON, trace) each
+    CHARTS_EVERY seconds, the first included, so the trace is this run's from its first frame; light
+    ones (the lanes, and their text for API clients) between."""
     last_text = last_charts = 0.0
     for _ in race:
         now = time.monotonic()
         if race.finished:
-            break  # the final frame below carries everything at once
+            return  # the caller's final frame carries everything at once
         if now - last_charts >= CHARTS_EVERY:
             last_text = last_charts = now
             partial = {"steps": race.steps, "titles": titles, "trees": race.trees}  # replayable if stopped
-            yield _full_frame(race, checked, pair, titles, server.limits.k_max, replay=partial)
+            yield _full_frame(race, checked, pair, titles, k_max, replay=partial, earlier=earlier)
         elif now - last_text >= TEXT_EVERY:
             last_text = now
-            # Light frame: the lanes, and for API clients their text so far (stats come each second).
             live = {"finished": False, "standard": race.standard.summary(), "speculative": race.speculative.summary()}
             yield (*_lanes(race, titles), *[gr.skip()] * 5, live, gr.skip())
-    replay_trace = {"steps": race.steps, "titles": titles, "trees": race.trees,  # trees: for the Round slider
-                    # a follow-up asks after this turn: the conversation so far, the standard lane's answer last
-                    "history": [*map(list, request.history), [request.prompt, race.standard.summary()["text"]]]}
-    yield _full_frame(race, checked, pair, titles, server.limits.k_max, replay=replay_trace)
 
 
 def replay(server: Server, trace):
@@ -540,8 +562,9 @@ def _decoding_column(ui: dict, limits: Limits) -> None:
         ui["temperature"] = _number_field("temperature", limits, "Temperature", step=0.05)
         ui["top_p"] = _number_field("top_p", limits, "Top-p", step=0.05)
     with gr.Row():
-        ui["max_new_tokens"] = _number_field("max_new_tokens", limits, "Max new tokens", scale=3)
+        ui["max_new_tokens"] = _number_field("max_new_tokens", limits, "Max new tokens", scale=2)
         ui["seed"] = _number_field("seed", limits, "Seed", scale=1)
+        ui["repeats"] = _number_field("repeats", limits, "Repeats", scale=1)
     with gr.Row():
         ui["run"] = gr.Button("Run", variant="primary", elem_id="run")
         ui["stop"] = gr.Button("Stop", variant="stop", elem_id="stop", interactive=False)

@@ -102,7 +102,8 @@ def median_step_seconds(seconds: Sequence[float]) -> float:
 
 
 def speedup_interval(standard_seconds: Sequence[float], rounds: Sequence[tuple[int, float]], level: float = 0.9,
-                     draws: int = 1000, seed: int = 0, point: float | None = None) -> tuple[float, float] | None:
+                     draws: int = 1000, seed: int = 0, point: float | None = None,
+                     skip_first: bool = True) -> tuple[float, float] | None:
     """A bootstrap interval for the measured speedup: how sure one run is of its own answer.
 
     The speedup is (speculative tokens / speculative seconds) / (standard tokens / standard seconds).
@@ -112,7 +113,8 @@ def speedup_interval(standard_seconds: Sequence[float], rounds: Sequence[tuple[i
     sample's own ratio r; the interval is its central `level` share. It captures what one run's
     noise can do (a busy moment, a lucky stretch of text); it cannot see a machine that was slow
     throughout. The first unit of each lane carries the prefill and is left out, as the cost ratio
-    leaves it out. None with fewer than 3 units a lane.
+    leaves it out (skip_first=False: the caller has left out each run's first units already, as
+    for several runs pooled). None with fewer than 3 units a lane.
 
     `point` is the speedup the caller reports, which may count the prefill that the resampling
     leaves out. The interval is then the same relative spread around it, point × [r*_lo / r,
@@ -121,7 +123,8 @@ def speedup_interval(standard_seconds: Sequence[float], rounds: Sequence[tuple[i
     resampling distribution, with a handful of very uneven rounds)."""
     import torch
 
-    steps, spec = list(standard_seconds[1:]), list(rounds[1:])
+    first = 1 if skip_first else 0
+    steps, spec = list(standard_seconds[first:]), list(rounds[first:])
     if len(steps) < 3 or len(spec) < 3:
         return None
     generator = torch.Generator().manual_seed(seed)

@@ -62,6 +62,8 @@ COMPARE_FIELDS: tuple[Field, ...] = (
           lambda lim: (1, lim.tree_budget_max), True),
     Field("tree_branching", _TREE.branching, False, "draft-tree: children per expanded node",
           lambda lim: (1, MAX_BRANCHING), True),
+    Field("repeats", 1, False, "runs of the same request, one after the other; the verdict is their median",
+          lambda lim: (1, lim.max_repeats), True),
 )
 FIELD = {f.name: f for f in COMPARE_FIELDS}
 NAMES = tuple(FIELD)

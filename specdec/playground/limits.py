@@ -46,6 +46,7 @@ class Limits:
     # Nodes a tree drafter may ask the target to verify in one pass. The pass's cost grows with it, so
     # a shared Space caps it below the engine's own limit (MAX_TREE_BUDGET).
     tree_budget_max: int = MAX_TREE_BUDGET
+    max_repeats: int = 5  # runs of one request (the verdict is their median): each costs a whole run
 
     def as_dict(self) -> dict:
         return {key: list(v) if isinstance(v, tuple) else v for key, v in self.__dict__.items()}
@@ -69,6 +70,7 @@ class Checked:
     tree_budget: int = TreeShape.budget  # the tree drafters' shape; checked for every drafter, read by the tree ones
     tree_branching: int = TreeShape.branching
     history: tuple[tuple[str, str], ...] = ()  # earlier (user, assistant) turns: prompt is a follow-up
+    repeats: int = 1  # runs of the same request; the verdict is their median
 
 
 def _brief(value) -> str:

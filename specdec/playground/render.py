@@ -133,8 +133,10 @@ def result_card(stats: dict | None) -> str:
     interval that holds 1.0 means this run cannot tell whether speculation paid; a busy machine is named."""
     if not stats or not stats.get("final") or stats.get("speedup") is None:
         return '<div class="result-card idle">The verdict appears here when a run ends.</div>'
-    speedup, interval = stats["speedup"], stats.get("interval")
+    speedup, interval, runs = stats["speedup"], stats.get("interval"), stats.get("speedup_runs")
     head = f"{speedup:.2f}x {'faster' if speedup >= 1 else 'slower'}"
+    if runs:
+        head += f", the median of {len(runs)} runs ({', '.join(f'{r:.2f}x' for r in runs if r is not None)})"
     if interval:
         head += f" (90% interval {interval[0]:.2f}–{interval[1]:.2f})"
     parts = [f"α {_fmt(stats.get('alpha'), 2)}", f"{_fmt(stats.get('tokens_per_round'), 1)} tokens per target pass"]

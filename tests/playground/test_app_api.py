@@ -292,7 +292,7 @@ def test_compare_fields_are_declared_once_and_the_api_shows_them(api):
 
     parameters = api.view_api(print_info=False, return_format="dict")["named_endpoints"]["/compare"]["parameters"]
     assert [p["parameter_name"] for p in parameters] == list(NAMES) == API_ARGS
-    assert [f.required for f in COMPARE_FIELDS] == [True] * 10 + [False] * 4  # older clients send the ten
+    assert [f.required for f in COMPARE_FIELDS] == [True] * 10 + [False] * 5  # older clients send the ten
     listed = {f["name"]: f for f in api.predict(api_name="/limits")["fields"]}
     assert list(listed) == list(NAMES) and listed["k"]["max"] == 8 and listed["max_new_tokens"]["max"] == 48
     assert listed["top_p"]["min_exclusive"] is True and "max" not in listed["drafter"]
@@ -339,3 +339,23 @@ def test_cost_policy_with_the_hybrid_drafter_reports_why_and_how_to_serve_it(api
         assert serving["vllm"]["speculative_config"]["num_speculative_tokens"] == serving["k"] >= 1
     rows = {row[0]: row for row in result[2]["data"]}
     assert rows["policy"][1] == "cost" and "did speculation pay?" in rows
+
+
+def test_repeats_run_the_request_again_and_report_the_median(api, folders):
+    """Issue #20: repeats runs the same request one after the other; the verdict is the median of
+    the runs' speedups, each listed, with the interval over all of them; beyond the limit, a message."""
+    import statistics
+
+    from specdec.playground import render
+
+    stats = api.predict(*args(PROMPT, folders["target"], max_new_tokens=12, repeats=3), api_name="/compare")[7]
+    assert stats["final"] and stats["repeats"] == 3 and len(stats["speedup_runs"]) == 3
+    assert stats["speedup"] == pytest.approx(statistics.median(stats["speedup_runs"]))
+    assert stats["verdict"].endswith("the median of 3 runs") and stats["identical"] is True
+    low, high = stats["interval"]
+    assert low <= stats["speedup"] <= high
+    assert "the median of 3 runs" in render.result_card(stats)
+    once = api.predict(*args(PROMPT, folders["target"], max_new_tokens=12), api_name="/compare")[7]
+    assert once["repeats"] == 1 and once["speedup_runs"] is None
+    with pytest.raises(AppError, match=r"repeats must be in \[1, 5\]"):
+        api.predict(*args(PROMPT, folders["target"], repeats=6), api_name="/compare")
