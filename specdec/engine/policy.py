@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
 from .confidence import Calibration, StopRule
+from .sources import Source
 from .events import RoundEvent
 
 CATCH_UP_LIMIT = 8  # committed tokens a draft may read first and still count as a steady round
@@ -414,17 +415,13 @@ class CostPolicy:
 
 
 def verify_width(source: str, k: int) -> int:
-    """Tokens in the target pass that verifies k drafts of source: k + 1 for a chain; for a tree
-    source, named "drafter:n" (see drafters.tree_drafters), its n nodes + 1, from the same table of pass
-    costs by width. A tree of depth k = 0 is no draft: a plain step."""
-    budget = tree_budget(source)
-    return k + 1 if budget is None or k == 0 else budget + 1
+    """Tokens in the target pass that verifies k drafts of source (sources.Source.verify_width)."""
+    return Source(source).verify_width(k)
 
 
 def tree_budget(source: str) -> int | None:
-    """n of a tree source "drafter:n"; None for a chain source."""
-    _, colon, n = source.rpartition(":")
-    return int(n) if colon and n.isdigit() else None
+    """n of a tree source of n nodes; None for a chain source (sources.Source.budget)."""
+    return Source(source).budget
 
 
 class Policy(Protocol):

@@ -269,6 +269,23 @@ def test_budget_sources_and_widths():
     assert len(draft.tree) == 4
 
 
+def test_a_source_is_a_typed_name_that_owns_its_verify_width():
+    """Issue #19: sources.Source is the one place a tree source's ":n" is written and read; drafters
+    share their default reset and sources through DrafterBase."""
+    from specdec.engine.drafters import PromptLookupDrafter, RecyclingDrafter, AdjacencyTable
+    from specdec.engine.sources import Source
+
+    tree, chain = Source("draft-tree", 8), Source("draft-model")
+    assert tree == "draft-tree:8" and {tree: 1}["draft-tree:8"] == 1  # a str: dict and JSON key as it is
+    assert (tree.drafter, tree.budget, tree.verify_width(3), tree.verify_width(0)) == ("draft-tree", 8, 9, 1)
+    assert (chain.drafter, chain.budget, chain.verify_width(3)) == ("draft-model", None, 4)
+    assert Source("draft-tree:8").budget == 8  # read back from its JSON form
+    with pytest.raises(ValueError, match="at least one node"):
+        Source("draft-tree", 0)
+    assert PromptLookupDrafter().sources([1, 2]) == (Source("prompt-lookup"),)
+    assert RecyclingDrafter(AdjacencyTable(96), TreeShape(16, 4)).sources([1]) == ("recycling:16",)
+
+
 def test_models_that_cannot_hold_a_tree_are_refused():
     target = tiny_model("llama", seed=1)
     target.set_attn_implementation("eager")

@@ -12,6 +12,7 @@ import torch
 
 from ..config import Sampling
 from ..kvcache import input_rows
+from ..sources import Source
 from ..tree_verify import Tree
 
 
@@ -38,7 +39,7 @@ class Drafter(Protocol):
 
     def reset(self) -> None: ...
 
-    def sources(self, ids: list[int]) -> tuple[str, ...]:
+    def sources(self, ids: list[int]) -> tuple[Source, ...]:
         """Who could draft after ids, preferred first: the drafter itself, or a hybrid's sources.
         A policy keeps its acceptance and cost evidence per source and picks one."""
         ...
@@ -47,6 +48,19 @@ class Drafter(Protocol):
                 source: str | None = None) -> Draft:
         """Up to k tokens to follow ids, from source (one of sources(ids); None: the first)."""
         ...
+
+
+class DrafterBase:
+    """What most drafters share: one source, their own name, and nothing to reset between requests
+    (a drafter with a cache or per-request state overrides reset)."""
+
+    name: str
+
+    def reset(self) -> None:
+        pass
+
+    def sources(self, ids: list[int]) -> tuple[Source, ...]:
+        return (Source(self.name),)
 
 
 def fit_vocab(logits: torch.Tensor, vocab_size: int) -> torch.Tensor:

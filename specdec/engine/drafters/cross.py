@@ -26,7 +26,7 @@ import torch
 from ..config import Sampling
 from ..kvcache import CachedModel, common_prefix, output_width
 from ..sampling import probs_from_logits, sample_from, uniforms
-from .base import Draft
+from .base import Draft, DrafterBase
 from .vocab import token_map
 
 LOOKBEHIND = 4  # committed target tokens re-encoded with the new text to place the boundary
@@ -34,7 +34,7 @@ REPLACEMENT = "\ufffd"  # what decoding half a UTF-8 character gives
 LAST_WORD = re.compile(r"\s?\w+$")  # the text's last word, with the space before it if any
 
 
-class CrossTokenizerDrafter:
+class CrossTokenizerDrafter(DrafterBase):
     name = "cross-tokenizer"
 
     def __init__(self, model: torch.nn.Module, target_tokenizer, draft_tokenizer, target_vocab_size: int):
@@ -51,8 +51,6 @@ class CrossTokenizerDrafter:
         self._read_target: list[int] = []
         self._read_draft: list[int] = []
 
-    def sources(self, ids: list[int]) -> tuple[str, ...]:
-        return (self.name,)
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None) -> Draft:

@@ -8,6 +8,7 @@ import torch
 
 from ..config import Sampling
 from ..confidence import StopRule
+from ..sources import Source
 from .base import Draft
 from .lookup import PromptLookupDrafter
 from .model import ModelDrafter
@@ -23,9 +24,9 @@ class HybridDrafter:
         self.model.reset()
         self.lookup.reset()
 
-    def sources(self, ids: list[int]) -> tuple[str, ...]:
+    def sources(self, ids: list[int]) -> tuple[Source, ...]:
         has_match = self.lookup.match(ids) is not None
-        return (self.lookup.name, self.model.name) if has_match else (self.model.name,)
+        return (*self.lookup.sources(ids), *self.model.sources(ids)) if has_match else self.model.sources(ids)
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None, stop: StopRule | None = None) -> Draft:

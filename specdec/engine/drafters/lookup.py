@@ -4,12 +4,12 @@ from __future__ import annotations
 import torch
 
 from ..config import Sampling
-from .base import Draft
+from .base import Draft, DrafterBase
 
 MAX_NGRAM = 3  # the longest n-gram matched first (also what transformers' prompt lookup is given in the bench)
 
 
-class PromptLookupDrafter:
+class PromptLookupDrafter(DrafterBase):
     """n-gram prompt lookup (Saxena 2023): find the latest earlier occurrence of the last n tokens
     (longest n first) and propose what followed it. Needs no model; deterministic."""
 
@@ -22,8 +22,6 @@ class PromptLookupDrafter:
     def reset(self) -> None:
         self._last: tuple[tuple[int, ...], int | None] = ((), None)
 
-    def sources(self, ids: list[int]) -> tuple[str, ...]:
-        return (self.name,)
 
     def match(self, ids: list[int]) -> int | None:
         """Where the continuation of the latest earlier match of the last n-gram starts, or None.

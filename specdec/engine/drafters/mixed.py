@@ -17,6 +17,7 @@ import torch
 
 from ..config import Sampling
 from ..confidence import StopRule
+from ..sources import Source
 from .base import Draft, Drafter
 from .lookup import PromptLookupDrafter
 from .tree_drafters import LookupTreeDrafter
@@ -36,12 +37,12 @@ class MixedDrafter:
         for member in self.members:
             member.reset()
 
-    def sources(self, ids: list[int]) -> tuple[str, ...]:
+    def sources(self, ids: list[int]) -> tuple[Source, ...]:
         """Each member's first source; lookup members only where the last n-gram occurred before (with
         nothing else to offer, prompt lookup, whose draft is then empty: a plain step)."""
         has_match = self.matcher.match(ids) is not None
         offered = tuple(m.sources(ids)[0] for m in self.members if has_match or m not in self.lookups)
-        return offered or (self.matcher.name,)
+        return offered or self.matcher.sources(ids)
 
     def observe(self, fed: list[int], logits: torch.Tensor) -> None:
         for member in self.members:

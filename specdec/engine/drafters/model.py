@@ -7,10 +7,10 @@ from ..config import Sampling
 from ..kvcache import CachedModel, common_prefix
 from ..sampling import probs_from_logits, sample_from, uniforms
 from ..confidence import StopRule
-from .base import Draft, check_draft_reads, fit_vocab
+from .base import Draft, DrafterBase, check_draft_reads, fit_vocab
 
 
-class ModelDrafter:
+class ModelDrafter(DrafterBase):
     """A small causal LM with its own KV cache, drafting autoregressively."""
 
     name = "draft-model"
@@ -24,8 +24,6 @@ class ModelDrafter:
     def reset(self) -> None:
         self.draft.reset()
 
-    def sources(self, ids: list[int]) -> tuple[str, ...]:
-        return (self.name,)
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None, stop: StopRule | None = None) -> Draft:

@@ -34,9 +34,9 @@ from collections import deque
 import torch
 
 from ..config import Sampling, TreeShape
-from ..policy import tree_budget
+from ..sources import Source
 from ..tree_verify import ROOT, Tree
-from .base import Draft
+from .base import Draft, DrafterBase
 
 ROW_WIDTH = 8  # candidates kept per token: the most any TreeShape.branching asks of a row here
 
@@ -67,7 +67,7 @@ class AdjacencyTable:
         return int((self.rows[:, 0] >= 0).sum())
 
 
-class RecyclingDrafter:
+class RecyclingDrafter(DrafterBase):
     name = "recycling"
 
     def __init__(self, table: AdjacencyTable, shape: TreeShape = TreeShape()):
@@ -76,11 +76,10 @@ class RecyclingDrafter:
                              f"at most {table.width}, got {shape.branching}")
         self.table, self.shape = table, shape
 
-    def reset(self) -> None:
-        pass  # the table outlives requests on purpose
+    # reset: DrafterBase's, nothing: the table outlives requests on purpose
 
-    def sources(self, ids: list[int]) -> tuple[str, ...]:
-        return (f"{self.name}:{self.shape.budget}",)
+    def sources(self, ids: list[int]) -> tuple[Source, ...]:
+        return (Source(self.name, self.shape.budget),)
 
     def observe(self, fed: list[int], logits: torch.Tensor) -> None:
         """A target pass read `fed` (the last committed token, then the drafted nodes) and returned
@@ -89,7 +88,7 @@ class RecyclingDrafter:
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None) -> Draft:
-        budget = min(tree_budget(source or "") or self.shape.budget, self.shape.budget)
+        budget = min((Source(source).budget if source else None) or self.shape.budget, self.shape.budget)
         tokens, parents = self.grow(ids[-1], k, budget)
         if not tokens:
             return Draft([], None)

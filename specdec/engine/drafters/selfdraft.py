@@ -11,12 +11,12 @@ from transformers.cache_utils import DynamicLayer
 
 from ..config import Sampling
 from ..kvcache import CachedModel, common_prefix
-from .base import Draft
+from .base import Draft, DrafterBase
 from .layers import check_layers, decoder_layers, first_layers, layer_view
 from .model import ModelDrafter
 
 
-class SelfDrafter:
+class SelfDrafter(DrafterBase):
     """Drafts with `layer_view(target, layers)`, a ModelDrafter with its own KV cache.
 
     Cache reuse. When the layers are the target's first L, the view's layer j computes exactly what
@@ -43,8 +43,6 @@ class SelfDrafter:
     def reset(self) -> None:
         self.model.reset()
 
-    def sources(self, ids: list[int]) -> tuple[str, ...]:
-        return (self.name,)
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None, stop=None) -> Draft:

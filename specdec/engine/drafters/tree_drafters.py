@@ -15,14 +15,14 @@ import torch
 
 from ..config import Sampling, TreeShape
 from ..kvcache import CachedModel, common_prefix
-from ..policy import tree_budget
 from ..sampling import probs_from_logits
 from ..tree_verify import ROOT, Tree, merge_prefixes
-from .base import Draft, check_draft_reads, fit_vocab
+from ..sources import Source, budget_sources
+from .base import Draft, DrafterBase, check_draft_reads, fit_vocab
 from .lookup import matches
 
 
-class DraftTreeDrafter:
+class DraftTreeDrafter(DrafterBase):
     """EAGLE-2's dynamic tree (Li et al. 2024) from a small draft model.
 
     Depth by depth, the `branching` nodes of the newest depth that the draft is likeliest to reach
@@ -49,7 +49,7 @@ class DraftTreeDrafter:
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None) -> Draft:
-        budget = tree_budget(source or "") or self.shape.budget
+        budget = (Source(source).budget if source else None) or self.shape.budget
         self.draft.settle(ids)  # last round's accepted path is already cached: not catch-up
         catch_up = len(ids) - common_prefix(self.draft.ids, ids)
         rows = self._probs(self.draft.logits(ids, 1), sampling)
@@ -96,7 +96,7 @@ def _pruned(tokens: list[int], parents: list[int], reach: list[float], budget: i
     return Draft(list(tree.tokens), None, catch_up=catch_up, tree=tree, reach=tuple(reach[n] for n in kept))
 
 
-class LookupTreeDrafter:
+class LookupTreeDrafter(DrafterBase):
     """Prompt lookup with every earlier match as a branch: where the last n tokens occurred before,
     what followed each occurrence is a candidate, longest n first, latest first, common prefixes
     merged, up to the node budget. A chain keeps only the latest match and loses when it is the
@@ -107,10 +107,7 @@ class LookupTreeDrafter:
     def __init__(self, shape: TreeShape = TreeShape(), max_ngram: int = 3, min_ngram: int = 1):
         self.shape, self.max_ngram, self.min_ngram = shape, max_ngram, min_ngram
 
-    def reset(self) -> None:
-        pass
-
-    def sources(self, ids: list[int]) -> tuple[str, ...]:
+    def sources(self, ids: list[int]) -> tuple[Source, ...]:
         return budget_sources(self.name, self.shape.budget)
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
@@ -118,7 +115,7 @@ class LookupTreeDrafter:
         branches = self.branches(ids, k) if k > 0 else []
         if not branches:
             return Draft([], None)
-        tree = merge_prefixes(branches, tree_budget(source or "") or self.shape.budget)
+        tree = merge_prefixes(branches, (Source(source).budget if source else None) or self.shape.budget)
         return Draft(list(tree.tokens), None, tree=tree)
 
     def branches(self, ids: list[int], k: int) -> list[list[int]]:
@@ -126,8 +123,3 @@ class LookupTreeDrafter:
                 for start in reversed(starts)]
 
 
-def budget_sources(name: str, budget: int) -> tuple[str, ...]:
-    """The budgets a policy may choose from: the configured one first, then the powers of two below
-    it down to 2 (a one-node tree is a one-token chain)."""
-    smaller = [2 ** i for i in range(budget.bit_length() - 1, 0, -1) if 2 ** i < budget]
-    return tuple(f"{name}:{b}" for b in [budget, *smaller])

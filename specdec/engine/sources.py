@@ -1,0 +1,46 @@
+"""A drafter's source: who drafts a round, and for a tree source how many nodes its tree holds.
+
+A policy keeps its acceptance and cost evidence per source and picks one each round (policy.py);
+the cost of verifying what a source drafts depends on the width of the target's pass:
+
+    chain source, k drafts:        k + 1 tokens (the last committed token, then the k drafts)
+    tree source of n nodes, k > 0: n + 1 tokens (the root, then every node, whatever the depth k)
+    any source, k = 0:             1 token: no draft, a plain step
+
+A Source is a str ("draft-model", "draft-tree:16"), so it is a dict key, a JSON key and a RoundEvent's
+`source` as it is, and compares equal to its name; it is built and read here only, so no other
+module spells or parses the ":n".
+"""
+from __future__ import annotations
+
+
+class Source(str):
+    __slots__ = ()
+
+    def __new__(cls, name: str, budget: int | None = None) -> "Source":
+        if budget is not None and (isinstance(budget, bool) or budget < 1):
+            raise ValueError(f"a tree source holds at least one node, got budget {budget!r}")
+        return super().__new__(cls, name if budget is None else f"{name}:{budget}")
+
+    @property
+    def budget(self) -> int | None:
+        """n for a tree source of n nodes; None for a chain source."""
+        _, colon, n = self.rpartition(":")
+        return int(n) if colon and n.isdigit() else None
+
+    @property
+    def drafter(self) -> str:
+        """The name of the drafter that drafts it: 'draft-tree' for 'draft-tree:16'."""
+        return self.rpartition(":")[0] if self.budget is not None else str(self)
+
+    def verify_width(self, k: int) -> int:
+        """Tokens in the target pass that verifies k drafts of this source (the table above)."""
+        return k + 1 if self.budget is None or k == 0 else self.budget + 1
+
+
+def budget_sources(name: str, budget: int) -> tuple[Source, ...]:
+    """A tree drafter's sources: its configured budget first, then the powers of two below it down
+    to 2 (a one-node tree is a one-token chain), so the policy can pick a smaller tree where the big
+    one's pass costs more than it yields."""
+    smaller = [2 ** i for i in range(budget.bit_length() - 1, 0, -1) if 2 ** i < budget]
+    return tuple(Source(name, b) for b in [budget, *smaller])
