@@ -10,7 +10,7 @@ from typing import Iterator
 from .config import Sampling, Speculation
 from .decoding import speculative_decode, standard_decode
 from .drafters import NEEDS_DRAFT, SAME_TOKENIZER, TREE, AdjacencyTable, best_drafter, check_draft_reads, \
-    make_drafter
+    DrafterOptions, make_drafter
 from .events import RoundEvent, TokenEvent
 from .kvcache import CachedModel, common_prefix, new_cache, output_width
 from .loaded import Loaded, TokenizerMismatch, check_tokenizers
@@ -110,16 +110,21 @@ class Pair:
         if self.tokenizer_mismatch is not None and request.drafter in SAME_TOKENIZER:
             raise TokenizerMismatch(f"{self.tokenizer_mismatch}; the {request.drafter} drafter needs the target's "
                                     "token ids: use the cross-tokenizer drafter for this draft")
-        draft = self.draft
-        drafter = make_drafter(request.drafter, draft.model if draft else None, self._speculative_lane.vocab_size,
-                               request.spec.confidence, target=self._speculative_lane, layers=request.draft_layers,
-                               tokenizers=(self.tokenizer, draft.tokenizer if draft else None), tree=request.spec.tree,
-                               recycled=self.recycling_table() if request.drafter in ("recycling", "mixed") else None)
+        drafter = make_drafter(request.drafter, self.drafter_options(request))
         spec = request.spec
         policy = make_policy(spec.policy, spec.k, spec.k_max, self.cost_model(request))
         rounds = speculative_decode(self._speculative_lane, drafter, ids, spec, request.sampling,
                                     request.max_new_tokens, self.eos_ids, policy)
         return self._saving_costs(rounds) if spec.policy == "cost" else rounds
+
+    def drafter_options(self, request: Request) -> DrafterOptions:
+        """What any drafter may read for this request, gathered once (drafters.options)."""
+        draft = self.draft
+        return DrafterOptions(
+            target_vocab_size=self._speculative_lane.vocab_size, draft_model=draft.model if draft else None,
+            confidence=request.spec.confidence, target=self._speculative_lane, layers=request.draft_layers,
+            tokenizers=(self.tokenizer, draft.tokenizer if draft else None), tree=request.spec.tree,
+            recycled=self.recycling_table() if request.drafter in ("recycling", "mixed") else None)
 
     def _saving_costs(self, rounds: Iterator[RoundEvent]) -> Iterator[RoundEvent]:
         yield from rounds

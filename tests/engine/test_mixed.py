@@ -78,3 +78,24 @@ def test_sampling_stays_exact_when_the_source_changes_every_round():
     assert stat < critical(dof), (stat, dof)
     wrong, wrong_dof = chi_square(counts, joint(draft, sampling, prompt, vocab), runs)
     assert wrong > critical(wrong_dof), "the test cannot tell the draft's distribution from the target's"
+
+
+def test_every_drafter_reads_its_options_from_one_object():
+    """Issue #19: DrafterOptions gathers what any drafter may read; each registered drafter builds
+    from it alone, and one that lacks what it reads says which."""
+    from specdec.engine.config import TreeShape
+    from specdec.engine.drafters import DRAFTERS, FACTORIES, DrafterOptions, MissingDraftModel, make_drafter
+    from specdec.engine.kvcache import CachedModel
+    from helpers import tiny_model, word_tokenizer
+
+    model = tiny_model("llama", seed=0)
+    tokenizer = word_tokenizer(96)
+    options = DrafterOptions(96, tiny_model("llama", seed=1), target=CachedModel(model), layers=(0,),
+                             tokenizers=(tokenizer, tokenizer), tree=TreeShape(8, 2))
+    assert set(FACTORIES) == set(DRAFTERS)
+    for name in DRAFTERS:
+        assert make_drafter(name, options).name == name
+    assert make_drafter("draft-tree", options).shape == TreeShape(8, 2)
+    with pytest.raises(MissingDraftModel, match="the hybrid drafter needs a draft model"):
+        make_drafter("hybrid", DrafterOptions(96))
+    assert [m.name for m in make_drafter("mixed", DrafterOptions(96)).members] == ["prompt-lookup"]

@@ -12,6 +12,7 @@ from .cross import CrossTokenizerDrafter
 from .hybrid import HybridDrafter
 from .lookup import PromptLookupDrafter
 from .mixed import MixedDrafter
+from .options import DrafterOptions, MissingDraftModel
 from .recycling import AdjacencyTable, RecyclingDrafter
 from .model import ModelDrafter
 from .selfdraft import SelfDrafter
@@ -19,7 +20,7 @@ from .tree_drafters import DraftTreeDrafter, LookupTreeDrafter
 
 __all__ = ["DRAFTERS", "NEEDS_DRAFT", "SAME_TOKENIZER", "TREE", "CrossTokenizerDrafter", "Draft", "Drafter",
            "DraftTreeDrafter", "HybridDrafter", "AdjacencyTable", "LookupTreeDrafter", "MixedDrafter", "ModelDrafter", "RecyclingDrafter", "PromptLookupDrafter",
-           "SelfDrafter", "best_drafter", "check_draft_reads", "fit_vocab", "make_drafter", "needs_draft_model"]
+           "SelfDrafter", "DrafterOptions", "MissingDraftModel", "best_drafter", "check_draft_reads", "fit_vocab", "make_drafter", "needs_draft_model"]
 
 
 DRAFTERS: dict[str, str] = {
@@ -47,44 +48,33 @@ SAME_TOKENIZER = frozenset({"draft-model", "hybrid", "draft-tree", "mixed"})
 TREE = frozenset({"draft-tree", "lookup-tree", "recycling"})
 
 
-def make_drafter(name: str, draft_model: torch.nn.Module | None, target_vocab_size: int,
+FACTORIES: dict[str, Callable[[DrafterOptions], Drafter]] = {
+    "draft-model": ModelDrafter.from_options,
+    "prompt-lookup": PromptLookupDrafter.from_options,
+    "hybrid": HybridDrafter.from_options,
+    "self": SelfDrafter.from_options,
+    "cross-tokenizer": CrossTokenizerDrafter.from_options,
+    "draft-tree": DraftTreeDrafter.from_options,
+    "lookup-tree": LookupTreeDrafter.from_options,
+    "recycling": RecyclingDrafter.from_options,
+    "mixed": MixedDrafter.from_options,
+}
+
+
+def make_drafter(name: str, draft_model: torch.nn.Module | DrafterOptions | None, target_vocab_size: int | None = None,
                  confidence: float = 0.0, *, target: CachedModel | None = None,
                  layers: Sequence[int] | None = None, tokenizers: tuple[object, object] | None = None,
                  tree: TreeShape = TreeShape(), recycled: AdjacencyTable | None = None) -> Drafter:
-    """target (the speculative lane) is what self-speculation drafts from; tokenizers (target's,
-    draft's) are what the cross-tokenizer drafter translates between; tree shapes the tree drafters;
-    recycled is the pair's token-recycling table (a fresh one when not given)."""
-    factories: dict[str, Callable[[], Drafter]] = {
-        "draft-model": lambda: ModelDrafter(_need(name, draft_model), target_vocab_size, confidence),
-        "prompt-lookup": PromptLookupDrafter,
-        "hybrid": lambda: HybridDrafter(ModelDrafter(_need(name, draft_model), target_vocab_size, confidence)),
-        "self": lambda: SelfDrafter(_need_target(target), layers, confidence),
-        "cross-tokenizer": lambda: CrossTokenizerDrafter(_need(name, draft_model), *_need_tokenizers(tokenizers),
-                                                         target_vocab_size),
-        "draft-tree": lambda: DraftTreeDrafter(_need(name, draft_model), target_vocab_size, tree),
-        "lookup-tree": lambda: LookupTreeDrafter(tree),
-        "recycling": lambda: RecyclingDrafter(recycled or AdjacencyTable(target_vocab_size), tree),
-        "mixed": lambda: MixedDrafter(mixed_members(draft_model, target_vocab_size, confidence, target, tree,
-                                                    recycled)),
-    }
-    if name not in factories:
-        raise ValueError(f"unknown drafter {name!r}; choose one of {sorted(factories)}")
-    return factories[name]()
-
-
-def mixed_members(draft_model: torch.nn.Module | None, target_vocab_size: int, confidence: float,
-                  target: CachedModel | None, tree: TreeShape, recycled: AdjacencyTable | None = None) -> list[Drafter]:
-    """The mixed drafter's members: lookup always, the draft model where there is one, their trees
-    and token recycling where the models take a tree mask (eager or sdpa attention, no sliding window)."""
-    trees = target is not None and target.takes_trees
-    members: list[Drafter] = [PromptLookupDrafter()] + ([LookupTreeDrafter(tree)] if trees else [])
-    if trees:
-        members.append(RecyclingDrafter(recycled or AdjacencyTable(target_vocab_size), tree))
-    if draft_model is not None:
-        members.append(ModelDrafter(draft_model, target_vocab_size, confidence))
-        if trees and CachedModel(draft_model).takes_trees:
-            members.append(DraftTreeDrafter(draft_model, target_vocab_size, tree))
-    return members
+    """The drafter `name`, built from one DrafterOptions (each drafter reads its own fields). The
+    keyword form, make_drafter(name, draft_model, vocab_size, ...), builds the options from its
+    arguments: target (the speculative lane) is what self-speculation drafts from; tokenizers
+    (target's, draft's) are what the cross-tokenizer drafter translates between; tree shapes the
+    tree drafters; recycled is the pair's token-recycling table (a fresh one when not given)."""
+    if name not in FACTORIES:
+        raise ValueError(f"unknown drafter {name!r}; choose one of {sorted(FACTORIES)}")
+    options = draft_model if isinstance(draft_model, DrafterOptions) else DrafterOptions(
+        target_vocab_size, draft_model, confidence, target, layers, tokenizers, tree, recycled)
+    return FACTORIES[name](options)
 
 
 def best_drafter(has_draft_model: bool, same_tokenizer: bool = True) -> str:
@@ -97,23 +87,3 @@ def needs_draft_model(name: str) -> bool:
     return name in NEEDS_DRAFT
 
 
-class MissingDraftModel(ValueError):
-    pass
-
-
-def _need(name: str, model: torch.nn.Module | None) -> torch.nn.Module:
-    if model is None:
-        raise MissingDraftModel(f"the {name} drafter needs a draft model (--draft)")
-    return model
-
-
-def _need_target(target: CachedModel | None) -> CachedModel:
-    if target is None:
-        raise ValueError("the self drafter drafts from the target: pass target= (the speculative lane)")
-    return target
-
-
-def _need_tokenizers(tokenizers: tuple[object, object] | None) -> tuple[object, object]:
-    if tokenizers is None:
-        raise ValueError("the cross-tokenizer drafter needs tokenizers=(target's, draft's)")
-    return tokenizers

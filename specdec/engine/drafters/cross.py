@@ -26,6 +26,7 @@ import torch
 from ..config import Sampling
 from ..kvcache import CachedModel, common_prefix, output_width
 from ..sampling import probs_from_logits, sample_from, uniforms
+from .options import DrafterOptions
 from .base import Draft, DrafterBase
 from .vocab import token_map
 
@@ -36,6 +37,10 @@ LAST_WORD = re.compile(r"\s?\w+$")  # the text's last word, with the space befor
 
 class CrossTokenizerDrafter(DrafterBase):
     name = "cross-tokenizer"
+
+    @classmethod
+    def from_options(cls, options: DrafterOptions) -> "CrossTokenizerDrafter":
+        return cls(options.need_draft(cls.name), *options.need_tokenizers(), options.target_vocab_size)
 
     def __init__(self, model: torch.nn.Module, target_tokenizer, draft_tokenizer, target_vocab_size: int):
         # Padded embedding rows past the draft's tokenizer are no token: never proposed, never decoded.

@@ -9,6 +9,7 @@ import torch
 from ..config import Sampling
 from ..confidence import StopRule
 from ..sources import Source
+from .options import DrafterOptions
 from .base import Draft
 from .lookup import PromptLookupDrafter
 from .model import ModelDrafter
@@ -16,6 +17,10 @@ from .model import ModelDrafter
 
 class HybridDrafter:
     name = "hybrid"
+
+    @classmethod
+    def from_options(cls, options: DrafterOptions) -> "HybridDrafter":
+        return cls(ModelDrafter.from_options(options, cls.name))
 
     def __init__(self, model: ModelDrafter, lookup: PromptLookupDrafter | None = None):
         self.model, self.lookup = model, lookup or PromptLookupDrafter()

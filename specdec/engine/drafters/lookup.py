@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from ..config import Sampling
+from .options import DrafterOptions
 from .base import Draft, DrafterBase
 
 MAX_NGRAM = 3  # the longest n-gram matched first (also what transformers' prompt lookup is given in the bench)
@@ -14,6 +15,10 @@ class PromptLookupDrafter(DrafterBase):
     (longest n first) and propose what followed it. Needs no model; deterministic."""
 
     name = "prompt-lookup"
+
+    @classmethod
+    def from_options(cls, options: DrafterOptions) -> "PromptLookupDrafter":
+        return cls()  # reads nothing: its n-gram lengths are its own defaults
 
     def __init__(self, max_ngram: int = MAX_NGRAM, min_ngram: int = 1):
         self.max_ngram, self.min_ngram = max_ngram, min_ngram

@@ -20,11 +20,29 @@ from ..confidence import StopRule
 from ..sources import Source
 from .base import Draft, Drafter
 from .lookup import PromptLookupDrafter
-from .tree_drafters import LookupTreeDrafter
+from ..kvcache import CachedModel
+from .model import ModelDrafter
+from .options import DrafterOptions
+from .recycling import RecyclingDrafter
+from .tree_drafters import DraftTreeDrafter, LookupTreeDrafter
 
 
 class MixedDrafter:
     name = "mixed"
+
+    @classmethod
+    def from_options(cls, options: DrafterOptions) -> "MixedDrafter":
+        """Its members: lookup always, the draft model where there is one, their trees and token
+        recycling where the models take a tree mask (eager or sdpa attention, no sliding window)."""
+        trees = options.target is not None and options.target.takes_trees
+        members: list[Drafter] = [PromptLookupDrafter()] + ([LookupTreeDrafter(options.tree)] if trees else [])
+        if trees:
+            members.append(RecyclingDrafter.from_options(options))
+        if options.draft_model is not None:
+            members.append(ModelDrafter.from_options(options))
+            if trees and CachedModel(options.draft_model).takes_trees:
+                members.append(DraftTreeDrafter.from_options(options))
+        return cls(members)
 
     def __init__(self, members: Sequence[Drafter]):
         if not members:

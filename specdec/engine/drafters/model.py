@@ -7,6 +7,7 @@ from ..config import Sampling
 from ..kvcache import CachedModel, common_prefix
 from ..sampling import probs_from_logits, sample_from, uniforms
 from ..confidence import StopRule
+from .options import DrafterOptions
 from .base import Draft, DrafterBase, check_draft_reads, fit_vocab
 
 
@@ -14,6 +15,10 @@ class ModelDrafter(DrafterBase):
     """A small causal LM with its own KV cache, drafting autoregressively."""
 
     name = "draft-model"
+
+    @classmethod
+    def from_options(cls, options: DrafterOptions, drafter: str = "draft-model") -> "ModelDrafter":
+        return cls(options.need_draft(drafter), options.target_vocab_size, options.confidence)
 
     def __init__(self, model: torch.nn.Module, target_vocab_size: int, confidence: float = 0.0):
         check_draft_reads(model, target_vocab_size)

@@ -36,6 +36,7 @@ import torch
 from ..config import Sampling, TreeShape
 from ..sources import Source
 from ..tree_verify import ROOT, Tree
+from .options import DrafterOptions
 from .base import Draft, DrafterBase
 
 ROW_WIDTH = 8  # candidates kept per token: the most any TreeShape.branching asks of a row here
@@ -69,6 +70,10 @@ class AdjacencyTable:
 
 class RecyclingDrafter(DrafterBase):
     name = "recycling"
+
+    @classmethod
+    def from_options(cls, options: DrafterOptions) -> "RecyclingDrafter":
+        return cls(options.recycled or AdjacencyTable(options.target_vocab_size), options.tree)
 
     def __init__(self, table: AdjacencyTable, shape: TreeShape = TreeShape()):
         if shape.branching > table.width:

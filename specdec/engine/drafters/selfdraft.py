@@ -11,6 +11,7 @@ from transformers.cache_utils import DynamicLayer
 
 from ..config import Sampling
 from ..kvcache import CachedModel, common_prefix
+from .options import DrafterOptions
 from .base import Draft, DrafterBase
 from .layers import check_layers, decoder_layers, first_layers, layer_view
 from .model import ModelDrafter
@@ -31,6 +32,10 @@ class SelfDrafter(DrafterBase):
     """
 
     name = "self"
+
+    @classmethod
+    def from_options(cls, options: DrafterOptions) -> "SelfDrafter":
+        return cls(options.need_target(), options.layers, options.confidence)
 
     def __init__(self, target: CachedModel, layers: Sequence[int] | None = None, confidence: float = 0.0):
         n_layers = len(decoder_layers(target.model))

@@ -18,6 +18,7 @@ from ..kvcache import CachedModel, common_prefix
 from ..sampling import probs_from_logits
 from ..tree_verify import ROOT, Tree, merge_prefixes
 from ..sources import Source, budget_sources
+from .options import DrafterOptions
 from .base import Draft, DrafterBase, check_draft_reads, fit_vocab
 from .lookup import matches
 
@@ -35,6 +36,10 @@ class DraftTreeDrafter(DrafterBase):
     """
 
     name = "draft-tree"
+
+    @classmethod
+    def from_options(cls, options: DrafterOptions) -> "DraftTreeDrafter":
+        return cls(options.need_draft(cls.name), options.target_vocab_size, options.tree)
 
     def __init__(self, model: torch.nn.Module, target_vocab_size: int, shape: TreeShape = TreeShape()):
         check_draft_reads(model, target_vocab_size)
@@ -103,6 +108,10 @@ class LookupTreeDrafter(DrafterBase):
     wrong one; the tree lets the target pick. Needs no model; deterministic."""
 
     name = "lookup-tree"
+
+    @classmethod
+    def from_options(cls, options: DrafterOptions) -> "LookupTreeDrafter":
+        return cls(options.tree)
 
     def __init__(self, shape: TreeShape = TreeShape(), max_ngram: int = 3, min_ngram: int = 1):
         self.shape, self.max_ngram, self.min_ngram = shape, max_ngram, min_ngram
