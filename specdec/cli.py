@@ -10,6 +10,7 @@ from .engine.config import Sampling, Speculation, TreeShape
 from .engine.drafters import DRAFTERS, needs_draft_model
 from .engine.layer_search import layers_from
 from .engine.policy import POLICIES
+from .engine.verdicts import Divergence
 from .models.fast import ENGINES
 from .serving import serving_config
 

@@ -80,15 +80,18 @@ def speculative_decode(
     observe = getattr(drafter, "observe", None)
     ids, produced, round_index = list(prompt_ids), 0, 0
     while True:
-        start = clock.now()  # choosing is part of the lane's cost, so it is timed too
+        # 1. Choose k and the source from earlier rounds only (timed: choosing is part of the lane's cost).
+        start = clock.now()
         choice = policy.choose(drafter.sources(ids))
         chosen_at = clock.now()
-        # A round yields at most drafted + 1 tokens: never draft what max_new_tokens cannot take.
+        # 2. Draft. A round yields at most drafted + 1 tokens: never draft what max_new_tokens cannot
+        #    take. A stop rule (the cost policy's, for a model source) goes to token-by-token drafters.
         k_round = min(choice.k, max_new_tokens - produced - 1)
-        # A stop rule (the cost policy's, for a model source) goes to the drafters that draft token by token.
         stop = {"stop": choice.stop} if choice.stop is not None else {}
         draft = drafter.propose(ids, k_round, sampling, generator, choice.source, **stop) if k_round > 0 else NO_DRAFT
         drafted_at = clock.now()
+        # 3. Verify: one target pass over the last committed token and the chain (or tree), then the
+        #    accept/reject rule (verify.py, tree_verify.py): the accepted path and one target token.
         if draft.tree is None:
             logits = target.logits(ids + draft.tokens, len(draft.tokens) + 1)
             verdict, p = _verify(logits, draft, sampling, generator)
@@ -98,12 +101,15 @@ def speculative_decode(
             path, token = _verify_tree(logits, draft.tree, sampling, generator)
             verdict, p = Verdict(len(path), token), None
         verified_at = clock.now()
+        # 4. Let a learning drafter read the pass (token recycling), counted as drafting.
         if observe is not None:  # the rows the pass read: the last committed token, then the draft's
             observe([ids[-1]] + list(draft.tokens), logits)
         recycled = clock.now() - verified_at  # the drafter's work, so counted as drafting
         # instrumentation, measured but off the clock; per-position acceptance is a chain's notion
         alpha = _acceptance(logits, p, draft) if draft.tree is None else ()
 
+        # 5. Commit the accepted tokens and the target's one (cut at EOS and the budget); the caches
+        #    roll back to this prefix on their next call (kvcache.py).
         tokens, fates = _round_tokens(draft, path, verdict.token)
         tokens, fates = _truncate(tokens, fates, eos, max_new_tokens - produced)
         ids += tokens
@@ -128,6 +134,7 @@ def speculative_decode(
             tree=None if draft.tree is None else TreeRound(draft.tree.tokens, draft.tree.parents, path, draft.reach),
             confidences=draft.confidences,
         )
+        # 6. Report the round, and let the policy learn from it for the next.
         yield event
         if finished:
             return

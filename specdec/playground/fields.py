@@ -85,13 +85,6 @@ def bind(args: tuple, kwargs: dict) -> dict:
     return dict(bound.arguments)
 
 
-def with_signature(fn: Callable) -> Callable:
-    """fn(*args, **kwargs) presented to Gradio with the fields' signature (inspect.signature reads
-    __signature__), so the API page names every argument."""
-    fn.__signature__ = signature()
-    return fn
-
-
 def describe(limits: "Limits") -> list[dict]:
     """The fields as /limits reports them: name, default, required, help and the range where there is one."""
     out = []
