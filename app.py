@@ -56,7 +56,9 @@ CSS = """
 /* One error, one message: the toast says what failed and the lanes say the run failed, so the
    per-output "Error" badges of Gradio's status trackers would only repeat it. */
 .block .wrap > span.error { display: none; }
-@media (max-width: 700px) {  /* a phone: the lanes stack, the legend wraps */
+.phone-only { display: none !important; }
+@media (max-width: 700px) {  /* a phone: the lanes stack, the legend wraps, Run sits under the prompt */
+  .phone-only { display: block !important; }
   #lanes { flex-direction: column !important; }
   #lanes > div { width: 100% !important; min-width: 100% !important; }
   .legend span { white-space: normal !important; }
@@ -582,6 +584,9 @@ def _model_column(ui: dict, limits: Limits) -> None:
     """The prompt, the follow-up box, the preset and the fields that pick the models and drafter."""
     default, declared = presets.DEFAULT, fields.FIELD
     ui["prompt"] = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=6, max_lines=14)
+    # On a phone the columns stack and the Run beside the settings sits far down: this one, under the
+    # prompt, shows only there (CSS .phone-only).
+    ui["run_phone"] = gr.Button("Run", variant="primary", elem_id="run-phone", elem_classes=["phone-only"])
     with gr.Row():
         ui["follow_text"] = gr.Textbox("", label="Follow-up", lines=1, scale=4, elem_id="follow-up",
                                        placeholder="asked after the last run's answer (the standard lane's)")
@@ -694,21 +699,24 @@ def _wire_run(ui: dict, handlers: Handlers) -> None:
              [ui[n] for n in ("card", "stop", "replay", "standard_lane", "speculative_lane")])
     queued = dict(preprocess=False, concurrency_id="gpu", concurrency_limit=space_config.GPU_CONCURRENCY,
                   show_progress="minimal")
-    run_event = ui["run"].click(run_started, None, start_outputs, api_visibility="private", queue=False).then(
-        handlers.compare, inputs, outputs, api_name="compare", **queued)
-    follow_event = ui["follow_button"].click(run_started, None, start_outputs, api_visibility="private",
-                                             queue=False).then(
-        handlers.follow_up, inputs + [ui["follow_text"], ui["trace"]], outputs, api_visibility="private", **queued)
-    for event in (run_event, follow_event):
+    started = {name: ui[name].click(run_started, None, start_outputs, api_visibility="private", queue=False)
+               for name in ("run", "run_phone", "follow_button")}
+    # The API's /compare is the Run button's; the phone's Run (under the prompt) is the same chain.
+    runs = [started["run"].then(handlers.compare, inputs, outputs, api_name="compare", **queued),
+            started["run_phone"].then(handlers.compare, inputs, outputs, api_visibility="private", **queued)]
+    follow_event = started["follow_button"].then(handlers.follow_up, inputs + [ui["follow_text"], ui["trace"]],
+                                                 outputs, api_visibility="private", **queued)
+    for event in (*runs, follow_event):
         event.then(run_ended, *ended, api_visibility="private", queue=False)
         event.failure(run_ended, *ended, api_visibility="private", queue=False)
-    ui["stop"].click(None, None, [ui["stopping"]], js="() => true", cancels=[run_event, follow_event],
+    ui["stop"].click(None, None, [ui["stopping"]], js="() => true", cancels=[*runs, follow_event],
                      api_visibility="private", queue=False)
     # After a run, its first tree and the slider over the rest. Not trace.change: a State with a change
     # listener is deep-hashed on every streamed frame, and a tree run's trace is large.
-    run_event.then(tree_view, [ui["trace"]], [ui["tree_plot"], ui["tree_slider"]], api_visibility="private",
+    for event in runs:
+        event.then(tree_view, [ui["trace"]], [ui["tree_plot"], ui["tree_slider"]], api_visibility="private",
                    queue=False)
-    run_event.then(charts.verify_cost_figure, [ui["stats_json"]], [ui["verify_plot"]], api_visibility="private",
+        event.then(charts.verify_cost_figure, [ui["stats_json"]], [ui["verify_plot"]], api_visibility="private",
                    queue=False)
     ui["replay"].click(handlers.replay, [ui["trace"]], [ui["standard_lane"], ui["speculative_lane"]],
                        api_name="replay", concurrency_limit=4, show_progress="hidden")

@@ -48,6 +48,7 @@ def test_default_preset_runs_in_the_browser(browser):
         page.goto(url)
         page.wait_for_selector("#run", timeout=60_000)
         assert page.locator("#component-0, .gradio-container").count() > 0
+        assert not page.locator("#run-phone").is_visible()  # the phone's Run, under the prompt, only below 700 px
         # 24 new tokens keep the run short on a CPU; the rest is the default preset as a user finds it.
         number = page.get_by_label("Max new tokens").and_(page.locator("input[type=number]"))
         number.fill("24")
@@ -116,7 +117,10 @@ def test_a_phone_stacks_the_lanes_and_stop_leaves_a_replayable_run(browser):
         number = page.get_by_label("Max new tokens").and_(page.locator("input[type=number]"))
         number.fill("400")
         number.press("Enter")
-        page.locator("#run").click()
+        run = page.locator("#run-phone")
+        top = page.evaluate("document.querySelector('#run-phone').getBoundingClientRect().top + window.scrollY")
+        assert run.is_visible() and top < 844  # Run within the first screen, under the prompt
+        run.click()
         page.wait_for_function("() => Number(document.querySelector('#speculative-lane .lane').dataset.tokens) > 3",
                                timeout=120_000)
         assert "appears here when a run ends" in page.locator("#result-card").inner_text()
