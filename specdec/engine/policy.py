@@ -17,6 +17,7 @@ and every round is verified by the same rule.
 """
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
@@ -239,26 +240,16 @@ class CostModel:
                 self.verify[width].add(seconds)
             self.seen_widths.add(width)
 
-    def pass_seconds(self, width: int) -> float | None:
+    def pass_seconds(self, width: float) -> float | None:
         """v(width): measured; else read off the line between the measured widths around it, or
         past the widest, the widest's."""
+        return self.pass_seconds_many([width])[0]
+
+    def pass_seconds_many(self, widths: Sequence[float]) -> list[float | None]:
+        """v(width) for each width, the measured table sorted once (a policy prices every k of
+        every source each round: on a small model that bookkeeping is a share of a step)."""
         known = sorted((n, d.mean) for n, d in self.verify.items() if d.mean is not None)
-        if not known:
-            return None
-        exact = dict(known)
-        if width in exact:
-            return exact[width]
-        below = [(n, v) for n, v in known if n < width]
-        above = [(n, v) for n, v in known if n > width]
-        if below and above:  # between two measured widths: on the line joining them
-            (n0, v0), (n1, v1) = below[-1], above[0]
-            return v0 + (v1 - v0) * (width - n0) / (n1 - n0)
-        if not below:  # narrower than any measured: no cheaper than the narrowest
-            return known[0][1]
-        # Wider than any measured: as the widest. Optimistic on purpose (on a CPU the step from 1
-        # to 2 tokens can cost a whole decode step and the next ones little), so an unmeasured
-        # width gets tried; the trust region keeps each try within 2 of what was measured.
-        return known[-1][1]
+        return [_interpolate(known, width) for width in widths]
 
     def expected_tokens(self, source: str, k: int) -> float:
         return self.expected_tokens_upto(source, k)[k]
@@ -281,6 +272,24 @@ class CostModel:
             survive *= used
             out.append(out[-1] + survive)
         return out
+
+
+def _interpolate(known: list[tuple[int, float]], width: float) -> float | None:
+    """v(width) from the measured (width, seconds) pairs, sorted by width: see pass_seconds."""
+    if not known:
+        return None
+    position = bisect.bisect_left(known, (width, float("-inf")))
+    if position < len(known) and known[position][0] == width:
+        return known[position][1]
+    if 0 < position < len(known):  # between two measured widths: on the line joining them
+        (n0, v0), (n1, v1) = known[position - 1], known[position]
+        return v0 + (v1 - v0) * (width - n0) / (n1 - n0)
+    if position == 0:  # narrower than any measured: no cheaper than the narrowest
+        return known[0][1]
+    # Wider than any measured: as the widest. Optimistic on purpose (on a CPU the step from 1 to 2
+    # tokens can cost a whole decode step and the next ones little), so an unmeasured width gets
+    # tried; the trust region keeps each try within 2 of what was measured.
+    return known[-1][1]
 
 
 class CostPolicy:
@@ -385,18 +394,23 @@ class CostPolicy:
         target pass is at most reach wide and whose depth is within the source's reach, and its
         gain over plain decoding."""
         # A tree of n nodes is at most n deep: deeper k would price tokens it cannot yield.
-        rates = {(s, k): rate for s in sources for k, rate in enumerate(self.rates(s, cautious))
-                 if 0 < k <= min(self.k_max, tree_budget(s) or self.depth_reach(s)) and verify_width(s, k) <= reach}
+        rates = {(s, k): rate for s in sources for k, rate in enumerate(self.rates(s, cautious, self.deepest(s)))
+                 if 0 < k and verify_width(s, k) <= reach}
         source, k = max(rates, key=lambda sk: (rates[sk], -sk[1]))
         return source, k, rates[source, k] * plain_round
 
-    def rates(self, source: str, cautious: bool = True) -> list[float]:
-        """Expected tokens per second of drafting k = 0..k_max from source: E(k) / T(k), with
-        T(k) = k c + v(k + 1) + the per-round overhead every round pays, plain ones included."""
+    def deepest(self, source: str) -> int:
+        """The deepest k a choice may take from source: k_max, a tree's budget, a chain's reach."""
+        return min(self.k_max, tree_budget(source) or self.depth_reach(source))
+
+    def rates(self, source: str, cautious: bool = True, k_max: int | None = None) -> list[float]:
+        """Expected tokens per second of drafting k = 0..k_max (the policy's, unless given) from
+        source: E(k) / T(k), with T(k) = k c + v(k + 1) + the per-round overhead every round pays,
+        plain ones included."""
         draft, overhead = self.costs.source(source).draft.mean, self.costs.overhead.mean or 0.0
-        expected = self.costs.expected_tokens_upto(source, self.k_max, cautious)
-        return [e / (k * draft + self.costs.pass_seconds(self.width(source, k)) + overhead)
-                for k, e in enumerate(expected)]
+        expected = self.costs.expected_tokens_upto(source, self.k_max if k_max is None else k_max, cautious)
+        passes = self.costs.pass_seconds_many([self.width(source, k) for k in range(len(expected))])
+        return [e / (k * draft + v + overhead) for k, (e, v) in enumerate(zip(expected, passes))]
 
     def width(self, source: str, k: int) -> float:
         """The target pass k drafts of source take: k + 1 for a chain; for a tree, the width its
