@@ -126,7 +126,8 @@ def speculative_decode(
             verify_seconds=verified_at - drafted_at,
             alpha=alpha,
             finished=finished,
-            source=choice.source if draft.tokens else "",
+            source=str(choice.source) if draft.tokens else "",  # a plain str: events become JSON (orjson
+            # refuses str subclasses as keys, and the stats count rounds by source)
             gain=choice.gain,
             reason=choice.reason,
             policy_seconds=chosen_at - start,

@@ -181,7 +181,7 @@ class CostModel:
         self.overhead = Decayed(decay)  # seconds per round spent outside the models (choosing k)
 
     def source(self, name: str) -> SourceCosts:
-        return self.sources.setdefault(name, SourceCosts(self.decay))
+        return self.sources.setdefault(str(name), SourceCosts(self.decay))  # plain str keys: they go to JSON
 
     def sharing_passes(self) -> "CostModel":
         """A cost model for another setup of the same pair: its own sources' evidence, this one's

@@ -7,9 +7,10 @@ the cost of verifying what a source drafts depends on the width of the target's 
     tree source of n nodes, k > 0: n + 1 tokens (the root, then every node, whatever the depth k)
     any source, k = 0:             1 token: no draft, a plain step
 
-A Source is a str ("draft-model", "draft-tree:16"), so it is a dict key, a JSON key and a RoundEvent's
-`source` as it is, and compares equal to its name; it is built and read here only, so no other
-module spells or parses the ":n".
+A Source is a str ("draft-model", "draft-tree:16"), so it compares and hashes equal to its name and
+is read back from its JSON form; it is built and read here only, so no other module spells or
+parses the ":n". Where it leaves the engine (a RoundEvent's `source`, the cost model's keys) it is
+written as a plain str(): orjson, which Gradio uses, refuses str subclasses as dict keys.
 """
 from __future__ import annotations
 

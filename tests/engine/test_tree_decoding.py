@@ -352,3 +352,21 @@ def test_tree_sampling_matches_target(sampling, drafter_kind):
     if drafter_kind == "draft-tree":
         wrong, wrong_dof = chi_square(counts, joint(draft, sampling, PROMPT), RUNS)
         assert wrong > critical(wrong_dof), "the test cannot tell the draft's distribution from the target's"
+
+
+def test_round_sources_leave_the_engine_as_plain_str(llama):
+    """orjson (Gradio's JSON) refuses a str subclass as a dict key: the rounds' sources, which the
+    stats count by, and the cost model's keys are plain str."""
+    import orjson
+
+    from specdec.engine.compare import summarize
+    from specdec.engine.config import Speculation
+    from specdec.engine.drafters import LookupTreeDrafter
+    from specdec.engine.decoding import speculative_decode
+    from specdec.engine.kvcache import CachedModel
+
+    prompt = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6, 7]
+    rounds = list(speculative_decode(CachedModel(llama), LookupTreeDrafter(TreeShape(8, 2)), prompt,
+                                     Speculation(k=3), GREEDY, 12))
+    assert any(r.source for r in rounds) and all(type(r.source) is str for r in rounds)
+    orjson.dumps(summarize([], rounds, 3)["sources"])
