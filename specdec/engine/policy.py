@@ -326,9 +326,14 @@ class CostPolicy:
         # 1. Learn before judging: each source's draft cost, then the plain step's pass time.
         unmeasured = [s for s in sources if self.costs.source(s).draft.mean is None]
         if unmeasured:
-            # One draft token measures the cost per token as well as k would, and wastes the least
-            # when it is rejected; the reach then widens k as far as the numbers pay.
-            return Choice(1, unmeasured[0], None, f"measuring {unmeasured[0]}'s draft cost")
+            # A first draft as deep as the reach allows (MIN_REACH): it measures the cost per token
+            # as one token would, and the acceptance at every position up to it. A one-token
+            # measurement says nothing past position 1, and where a pass over 2 tokens costs 2 steps
+            # (a CPU's default kernels) a 1-token draft never pays, so drafting was judged on the
+            # prior alone and never tried. A rejection early wastes at most MIN_REACH - 1 draft tokens.
+            source = unmeasured[0]
+            k = min(self.MIN_REACH, self.deepest(source))
+            return Choice(k, source, None, f"measuring {source}'s draft cost and acceptance to k={k}")
         plain = self.costs.pass_seconds(1) if 1 in self.costs.verify else None
         if plain is None:
             return Choice(0, sources[0], None, "measuring a plain decode step")

@@ -163,7 +163,8 @@ def test_cost_policy_reads_the_verify_table_not_a_line():
 def test_cost_policy_measures_before_it_trusts():
     policy = CostPolicy(k_max=8)
     first = policy.choose([LOOKUP, MODEL])
-    assert (first.k, first.source, first.gain) == (1, LOOKUP, None) and "measuring" in first.reason
+    # As deep as the reach allows at first (MIN_REACH): acceptance past position 1 is measured too.
+    assert (first.k, first.source, first.gain) == (CostPolicy.MIN_REACH, LOOKUP, None) and "measuring" in first.reason
     costs = policy.costs
     for source in (LOOKUP, MODEL):
         costs.observe(rnd(1, 3, 1, draft_s=0.3), source)

@@ -125,7 +125,8 @@ def test_a_follow_up_is_asked_after_the_last_runs_answer(tmp_path):
     from specdec.playground.store import ModelStore
 
     target = save_model(tmp_path / "target", tiny_model("llama", seed=0, vocab=VOCAB), tiny_tokenizer())
-    compare, *_, follow_up = app.make_handlers(TEST_LIMITS, ModelStore(device="cpu"), 3.0)
+    handlers = app.make_handlers(TEST_LIMITS, ModelStore(device="cpu"), 3.0)
+    compare, follow_up = handlers.compare, handlers.follow_up
     fields = args("hello there", target, max_new_tokens=6)  # all 14, as the page sends them
     first = list(compare(*fields))[-1]
     trace = first[-1]
