@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from .engine.drafters import PromptLookupDrafter
+from .engine.sources import Source
 
 
 def serving_config(stats: dict, drafter: str, draft_model: str | None) -> dict:
@@ -15,7 +16,7 @@ def serving_config(stats: dict, drafter: str, draft_model: str | None) -> dict:
     metrics that correspond to its acceptance figures. k is the one the run settled on; a run that
     settled on k = 0 recommends serving without speculation."""
     k = round(stats.get("k_settled") or 0)
-    method = _method(stats, drafter)
+    method = _method(stats, drafter, draft_model)
     out = {
         "k": k, "method": method,
         "note": "measured on this device and this prompt, not on your server: batching, other hardware "
@@ -30,7 +31,9 @@ def serving_config(stats: dict, drafter: str, draft_model: str | None) -> dict:
         out.update(vllm=None, sglang=None, advice=UNSERVED[drafter])
         return out
     if k == 0 or method is None:
-        out.update(vllm=None, sglang=None, advice="speculation did not pay on this run: serve without it")
+        top = _top_source(stats)
+        advice = UNSERVED[top] if k and top in UNSERVED else "speculation did not pay on this run: serve without it"
+        out.update(vllm=None, sglang=None, advice=advice)
         return out
     if method == "ngram":
         lookup = PromptLookupDrafter()  # the n-gram range the run itself matched with
@@ -61,16 +64,26 @@ UNSERVED = {
                   "here and serve its chain",
     "lookup-tree": "vLLM's and SGLang's n-gram lookup flags are for a chain; compare the prompt-lookup "
                    "drafter here and serve that",
+    "recycling": "neither vLLM nor SGLang drafts from the target's own recycled next-token guesses; compare "
+                 "n-gram lookup or a draft model here and serve that",
 }
 
 
-def _method(stats: dict, drafter: str) -> str | None:
+def _top_source(stats: dict) -> str | None:
+    """The drafter of the source that drafted most of the run's rounds ('draft-tree' for 'draft-tree:16')."""
+    sources = stats.get("sources") or {}
+    return Source(max(sources, key=sources.get)).drafter if sources else None
+
+
+def _method(stats: dict, drafter: str, draft_model: str | None) -> str | None:
+    """The servers' method for the source that drafted most rounds: n-gram lookup for prompt lookup
+    and its tree (served as a chain), the draft model for the draft model and its tree where there is
+    one; None for a source neither server has (token recycling, self, cross-tokenizer)."""
     if drafter == "prompt-lookup":
         return "ngram"
     if drafter == "draft-model":
         return "draft_model"
-    sources = stats.get("sources") or {}
-    if not sources:
-        return None
-    top = max(sources, key=sources.get).partition(":")[0]  # a tree source "lookup-tree:16" served as its chain
-    return "ngram" if top in ("prompt-lookup", "lookup-tree") else "draft_model"
+    top = _top_source(stats)  # a tree source "lookup-tree:16" is served as its chain
+    if top in ("prompt-lookup", "lookup-tree"):
+        return "ngram"
+    return "draft_model" if top in ("draft-model", "draft-tree") and draft_model else None
