@@ -12,13 +12,14 @@ from ..engine.config import Sampling, Speculation
 from ..engine.pair import Pair, Request
 from ..engine.timing import Clock
 from . import spec_bench
+from .grid import AUTO
 from .meters import Forwards, machine
 
 
 @dataclass(frozen=True)
 class Method:
     label: str
-    drafter: str = ""  # "" with policy "auto": Pair.auto's choice
+    drafter: str = ""  # grid.AUTO: Pair.auto's setup, as everywhere else; "" for transformers' peer
     policy: str = "fixed"
     peer: bool = False  # transformers' assisted generation with its real defaults
 
@@ -31,12 +32,12 @@ def methods(has_draft: bool, k: int) -> list[Method]:
     if has_draft:
         mine += [Method(f"draft model (k={k})", "draft-model"), Method("hybrid (cost policy)", "hybrid", "cost"),
                  Method(f"draft-tree (k={k})", "draft-tree")]
-    mine.append(Method("auto", policy="auto"))
+    mine.append(Method("auto", AUTO, "cost"))
     return mine + ([Method("transformers assisted (defaults)", peer=True)] if has_draft else [])
 
 
 def request_for(method: Method, pair: Pair, base: Request) -> Request:
-    if method.policy == "auto":
+    if method.drafter == AUTO:
         return pair.auto(base)
     return replace(base, drafter=method.drafter, spec=replace(base.spec, policy=method.policy))
 
@@ -102,7 +103,7 @@ def run(args, pair: Pair, log) -> dict:
     base = Request("", args.max_new_tokens or 128, sampling, Speculation(k=4))
     lanes = methods(pair.draft is not None and pair.tokenizer_mismatch is None, 4)
     if args.drafters:  # a subset, by drafter name ("auto" and "transformers" name those two rows)
-        lanes = [m for m in lanes if (m.drafter or ("transformers" if m.peer else "auto")) in args.drafters]
+        lanes = [m for m in lanes if (m.drafter or "transformers") in args.drafters]
     for method in lanes:  # one-time costs (kernels, the verify-cost table) off the clock
         if not method.peer:
             pair.warm_up(request_for(method, pair, replace(base, prompt=questions[0].turns[0])))
