@@ -351,21 +351,28 @@ def _load_frames(store: ModelStore, checked: Checked, titles):
     specs = [s for s in (checked.target, checked.draft) if s and not store.is_loaded(s)]
     if not specs:
         return
+    yield _status_frame(titles, f"⏳ loading {', '.join(specs)}…")
+    for line in _worker_lines(lambda log: store.pair(checked.target, checked.draft, log=log)):
+        yield _status_frame(titles, f"⏳ {line}")
+
+
+def _worker_lines(work: Callable[[Callable[[str], None]], object]):
+    """Run work(log) on a worker thread and yield each line it logs as it comes, so a load or a
+    fetch never blocks the server's event loop; its error is raised again here, on the request's thread."""
     lines: queue.Queue = queue.Queue()
     outcome: dict = {}
 
-    def work():
+    def run():
         try:
-            store.pair(checked.target, checked.draft, log=lines.put)
+            work(lines.put)
         except BaseException as error:  # re-raised on the request's thread
             outcome["error"] = error
         finally:
             lines.put(None)
 
-    threading.Thread(target=work, daemon=True).start()
-    yield _status_frame(titles, f"⏳ loading {', '.join(specs)}…")
+    threading.Thread(target=run, daemon=True).start()
     while (line := lines.get()) is not None:
-        yield _status_frame(titles, f"⏳ {line}")
+        yield line
     if "error" in outcome:
         raise outcome["error"]
 
@@ -461,26 +468,15 @@ def fetch_models(server: Server, label, progress=gr.Progress()):
 def _fetch_lines(name: str):
     """(share of the model's work done, log line) while resolve() fetches and converts it on a worker
     thread: the download is the first 80%, the conversion the rest."""
-    from specdec.models.loading import resolve
+    from specdec.models import loading
 
-    lines: queue.Queue = queue.Queue()
-    outcome: dict = {}
-
-    def work():
-        try:
-            resolve(name, log=lines.put)
-        except BaseException as error:  # re-raised on the request's thread
-            outcome["error"] = error
-        finally:
-            lines.put(None)
-
-    threading.Thread(target=work, daemon=True).start()
     share = 0.0
-    while (line := lines.get()) is not None:
-        share = max(share, 0.8 if "convert" in line else 0.1 if "download" in line else share)
-        yield share, line
-    if "error" in outcome:
-        raise gr.Error(f"fetching {name} failed: {short(outcome['error'])}")
+    try:
+        for line in _worker_lines(lambda log: loading.resolve(name, log=log)):
+            share = max(share, 0.8 if "convert" in line else 0.1 if "download" in line else share)
+            yield share, line
+    except Exception as error:
+        raise gr.Error(f"fetching {name} failed: {short(error)}") from error
 
 
 def limits_info(server: Server) -> dict:
