@@ -115,7 +115,9 @@ def test_setups_that_draft_differently_keep_their_own_evidence(models, monkeypat
     list(pair.speculative(base))
     assert pair.cost_model(base).source("self").kept and not pair.cost_model(other_layers).source("self").kept
     assert pair.cost_model(other_layers).verify is pair.cost_model(base).verify
-    assert pair.cost_model(other_tree).pass_seconds(5) == pytest.approx(TABLE.at(5), rel=0.5)
+    # A width no run here has passed over keeps the seeded table's value (the self run's own passes,
+    # 2 to 5 tokens wide since its first draft measures to k = 4, moved those widths' entries).
+    assert pair.cost_model(other_tree).pass_seconds(33) == pytest.approx(TABLE.at(33))
 
 
 def test_a_fresh_verify_table_wins_over_a_saved_one(models, tmp_path, monkeypatch):
