@@ -122,6 +122,13 @@ def save_model(folder: Path, model, tokenizer) -> str:
     return str(folder)
 
 
+def make_pair_folders(root: Path) -> dict[str, str]:
+    """A target and a close draft (the same tokenizer), saved as model folders."""
+    target = tiny_model("llama", seed=0, vocab=VOCAB)
+    return {"target": save_model(root / "target", target, tiny_tokenizer()),
+            "draft": save_model(root / "draft", perturbed(target, 0.05), tiny_tokenizer())}
+
+
 def make_folders(root: Path) -> dict[str, str]:
     """target, a close draft (same tokenizer), a draft with a shuffled tokenizer, a model that
     needs remote code, and a folder whose weights are garbage."""

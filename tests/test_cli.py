@@ -6,15 +6,12 @@ import json
 
 import pytest
 
-from helpers import VOCAB, perturbed, save_model, tiny_model, tiny_tokenizer
+from helpers import make_pair_folders
 
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cli")
-    target = tiny_model("llama", seed=0, vocab=VOCAB)
-    return {"target": save_model(root / "target", target, tiny_tokenizer()),
-            "draft": save_model(root / "draft", perturbed(target, 0.05), tiny_tokenizer())}
+    return make_pair_folders(tmp_path_factory.mktemp("cli"))
 
 
 def run(capsys, *argv) -> dict:

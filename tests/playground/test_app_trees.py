@@ -9,8 +9,7 @@ import json
 import pytest
 from gradio_client.exceptions import AppError
 
-from helpers import args, client, launched, save_model, tiny_tokenizer, with_limits, VOCAB
-from helpers import perturbed, tiny_model
+from helpers import args, client, launched, make_pair_folders, with_limits
 
 import app
 import space_config
@@ -28,10 +27,7 @@ GOOD = dict(prompt="hi", target="embedded", draft="", drafter="lookup-tree", k=4
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
-    root = tmp_path_factory.mktemp("models")
-    target = tiny_model("llama", seed=0, vocab=VOCAB)
-    return {"target": save_model(root / "target", target, tiny_tokenizer()),
-            "draft": save_model(root / "draft", perturbed(target, 0.05), tiny_tokenizer())}
+    return make_pair_folders(tmp_path_factory.mktemp("models"))
 
 
 @pytest.fixture(scope="module")
