@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 import os
 import queue
-import statistics
 import threading
 import time
 import uuid
@@ -24,7 +23,6 @@ import gradio as gr  # noqa: E402
 
 import space_config  # noqa: E402
 from specdec.engine.config import Sampling, Speculation, TreeShape  # noqa: E402
-from specdec.engine.compare import verdict as verdict_line  # noqa: E402
 from specdec.engine.drafters import DRAFTERS, TREE, best_drafter  # noqa: E402
 from specdec.engine.drafters.layers import decoder_layers, parse_layers  # noqa: E402
 from specdec.engine.policy import POLICIES  # noqa: E402
@@ -32,6 +30,7 @@ from specdec.engine.stats import median_step_seconds, speedup_interval  # noqa: 
 from specdec.engine.loaded import TokenizerMismatch  # noqa: E402
 from specdec.engine.pair import Request  # noqa: E402
 from specdec.playground import charts, fields, presets, render  # noqa: E402
+from specdec.playground.result import RaceResult  # noqa: E402
 from specdec.playground.limits import (  # noqa: E402
     Checked, InvalidInput, Limits, check_model, check_prompt_tokens, check_request, no_draft_drafters)
 from specdec.playground.session import (  # noqa: E402
@@ -99,37 +98,34 @@ def _lanes(race: Race | None, titles: tuple[str, str], note: str = "") -> tuple[
                                            (SPECULATIVE, titles[1], race.speculative)))
 
 
-def _result(race: Race, checked: Checked, pair, earlier: tuple[Race, ...] = ()) -> dict:
-    """The JSON output: the CLI's stats keys, per-round drafted/accepted, both lanes' text and, once
-    finished, the equivalent vLLM and SGLang configuration and the tree rounds (tree_view.tree_json; None
-    for chain drafters). The trees come once, at the end: a run's trees can be megabytes of JSON.
+def _result(race: Race, checked: Checked, pair, earlier: tuple[Race, ...] = ()) -> RaceResult:
+    """The race's result: the engine's stats, the setup that ran and, once finished, the verdict's
+    interval, the equivalent vLLM and SGLang configuration and the tree rounds (tree_view.tree_json;
+    None for chain drafters). The trees come once, at the end: a run's trees can be megabytes of JSON.
     `earlier`: the request's finished runs before this one (repeats); once the last has finished,
     the speedup is the median of all runs, each run's own in `speedup_runs`."""
-    stats = {**race.stats(), "finished": race.finished, "greedy": race.request.sampling.greedy,
-             "target": checked.target, "draft": checked.draft, "drafter": checked.drafter,
-             "draft_layers": None if race.request.draft_layers is None else list(race.request.draft_layers),
-             "policy": checked.policy, "tree_shape": _tree_shape(checked),
-             "device": str(pair.target.device), "dtype": str(pair.target.dtype).removeprefix("torch."),
-             "engine": pair.target.engine, "verify_costs": pair.verify_costs.to_json() if pair.verify_costs else None,
-             "verify_points": [[len(r.drafted) + 1, r.verify_seconds] for r in race.rounds[1:]],
-             "standard": race.standard.summary(), "speculative": race.speculative.summary()}
-    stats.update(final=race.finished, repeats=1 + len(earlier), interval=None, busy=None)  # provisional till the end
-    if race.finished:  # the verdict's uncertainty, and the measured setup as the serving flags that reproduce it
-        runs = (*earlier, race)
-        stats["speedup_runs"] = [r.stats()["speedup"] for r in runs] if earlier else None
-        if earlier and None not in stats["speedup_runs"]:
-            stats["speedup"] = statistics.median(stats["speedup_runs"])
-            stats["verdict"] = verdict_line(stats) + f"; the median of {len(runs)} runs"
-        stats.update(_uncertainty(runs, pair, stats["speedup"]))
-        stats["serving"] = serving_config(stats, checked.drafter, checked.draft)
-        stats["trees"] = race.trees if checked.drafter in TREE else None
-    return stats
+    result = RaceResult(
+        run=race.stats(), standard=race.standard.summary(), speculative=race.speculative.summary(),
+        drafted=tuple(len(r.drafted) for r in race.rounds), accepted=tuple(r.accepted for r in race.rounds),
+        greedy=race.request.sampling.greedy, target=checked.target, draft=checked.draft, drafter=checked.drafter,
+        draft_layers=race.request.draft_layers, policy=checked.policy, tree_shape=_tree_shape(checked),
+        device=str(pair.target.device), dtype=str(pair.target.dtype).removeprefix("torch."),
+        engine=pair.target.engine, verify_costs=pair.verify_costs,
+        verify_points=tuple((len(r.drafted) + 1, r.verify_seconds) for r in race.rounds[1:]))
+    if not race.finished:  # provisional: no verdict until the end
+        return result
+    runs = (*earlier, race)
+    stats = [r.stats() for r in runs]
+    median = result.run.median_of(stats)
+    interval, busy = _uncertainty(runs, pair, median.speedup)
+    serving = serving_config(median, checked.drafter, checked.draft)
+    return result.finish(stats, interval, busy, serving, race.trees if checked.drafter in TREE else None)
 
 
 BUSY_STEP = 1.3  # a standard step this much slower than the warm-up's: something else was using the device
 
 
-def _uncertainty(runs: tuple[Race, ...], pair, speedup: float | None) -> dict:
+def _uncertainty(runs: tuple[Race, ...], pair, speedup: float | None) -> tuple[tuple | None, bool | None]:
     """A 90% bootstrap interval of the speedup (engine.stats.speedup_interval) over every run's steps
     and rounds pooled (each run's first, with the prefill, left out), and whether the machine was
     busy: the standard lane's median step against the single step timed at warm-up."""
@@ -138,7 +134,7 @@ def _uncertainty(runs: tuple[Race, ...], pair, speedup: float | None) -> dict:
     interval = speedup_interval(steps, rounds, point=speedup, skip_first=False)
     quiet = pair.verify_costs.seconds[0] if pair.verify_costs else None
     busy = None if quiet is None or len(steps) < 2 else median_step_seconds(steps) > BUSY_STEP * quiet
-    return {"interval": list(interval) if interval else None, "busy": busy}
+    return interval, busy
 
 
 def _tree_shape(checked: Checked) -> dict | None:
@@ -151,8 +147,8 @@ def _tree_shape(checked: Checked) -> dict | None:
 def _full_frame(race: Race, checked: Checked, pair, titles, k_max: int, replay=gr.skip(),
                 earlier: tuple[Race, ...] = ()) -> tuple:
     result = _result(race, checked, pair, earlier)
-    table = render.stats_rows(result, result["standard"], result["speculative"], result["greedy"], race.finished)
-    return (*_lanes(race, titles), table, *charts.all_charts(race.rounds, result, k_max), result, replay)
+    table = render.stats_rows(result)
+    return (*_lanes(race, titles), table, *charts.all_charts(race.rounds, result.run, k_max), result.to_json(), replay)
 
 
 def _user_error(error: Exception) -> gr.Error:
@@ -219,7 +215,7 @@ def run_ended(stats, trace, stopping) -> tuple:
     end fires only once the run's stream is closed (finished, failed or cancelled), so no late frame
     can overwrite what it writes. `stopping` is set in the browser by Stop itself, before the cancel."""
     if stats and stats.get("final"):  # finished: the last frame already shows the lanes
-        return render.result_card(stats), gr.update(interactive=False), gr.update(interactive=True), \
+        return render.result_card(RaceResult.read(stats)), gr.update(interactive=False), gr.update(interactive=True), \
             gr.skip(), gr.skip()
     # The trace is this run's once its stats carry the lanes: the race's first frame is a full one,
     # which writes the trace (before it, while loading or refused, the trace is the last run's).
@@ -227,6 +223,11 @@ def run_ended(stats, trace, stopping) -> tuple:
     steps = (trace or {}).get("steps") or []
     lanes = idle_lanes(trace, "stopped" if stopping else "failed")
     return render.result_card(None), gr.update(interactive=False), gr.update(interactive=bool(steps)), *lanes
+
+
+def verify_cost_chart(stats) -> object:
+    """The verify-cost chart from the stats the browser holds (None before a run's first full frame)."""
+    return charts.verify_cost_figure(RaceResult.read(stats))
 
 
 def idle_lanes(trace, ending: str) -> tuple[str, str]:
@@ -398,7 +399,7 @@ def _race_frames(server: Server, pair, request: Request, prompt_ids, checked: Ch
     last = runs[-1]
     replay_trace = {"steps": last.steps, "titles": titles, "trees": last.trees,  # trees: for the Round slider
                     # a follow-up asks after this turn: the conversation so far, the standard lane's answer last
-                    "history": [*map(list, request.history), [request.prompt, last.standard.summary()["text"]]]}
+                    "history": [*map(list, request.history), [request.prompt, last.standard.text]]}
     yield _full_frame(last, checked, pair, titles, server.limits.k_max, replay=replay_trace, earlier=tuple(runs[:-1]))
 
 
@@ -417,7 +418,8 @@ def _run_frames(race: Race, checked: Checked, pair, titles, k_max: int, earlier:
             yield _full_frame(race, checked, pair, titles, k_max, replay=partial, earlier=earlier)
         elif now - last_text >= TEXT_EVERY:
             last_text = now
-            live = {"finished": False, "standard": race.standard.summary(), "speculative": race.speculative.summary()}
+            live = {"finished": False, "standard": race.standard.summary().to_json(),
+                    "speculative": race.speculative.summary().to_json()}
             yield (*_lanes(race, titles), *[gr.skip()] * 5, live, gr.skip())
 
 
@@ -716,7 +718,7 @@ def _wire_run(ui: dict, handlers: Handlers) -> None:
     for event in runs:
         event.then(tree_view, [ui["trace"]], [ui["tree_plot"], ui["tree_slider"]], api_visibility="private",
                    queue=False)
-        event.then(charts.verify_cost_figure, [ui["stats_json"]], [ui["verify_plot"]], api_visibility="private",
+        event.then(verify_cost_chart, [ui["stats_json"]], [ui["verify_plot"]], api_visibility="private",
                    queue=False)
     ui["replay"].click(handlers.replay, [ui["trace"]], [ui["standard_lane"], ui["speculative_lane"]],
                        api_name="replay", concurrency_limit=4, show_progress="hidden")

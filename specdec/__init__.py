@@ -3,7 +3,7 @@
 What a user needs is here (`__all__`); the rest of the engine (drafters, caches, the decoding loops,
 the accept rule, the statistics) is importable from specdec.engine. The older top-level names below
 `__all__` stay importable for code written against them."""
-from .engine.compare import compare
+from .comparison import compare
 from .engine.config import Sampling, Speculation, TreeShape
 from .engine.events import RoundEvent, TokenEvent, TreeRound
 from .engine.pair import Pair, Request

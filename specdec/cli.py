@@ -5,6 +5,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from .engine.config import Sampling, Speculation, TreeShape
 from .engine.drafters import DRAFTERS, needs_draft_model
@@ -12,7 +13,10 @@ from .engine.layer_search import layers_from
 from .engine.policy import POLICIES
 from .engine.verdicts import Divergence
 from .models.fast import ENGINES
-from .serving import serving_config
+from .serving import NOTE, Serving, serving_config
+
+if TYPE_CHECKING:
+    from .comparison import Comparison
 
 
 def add_model_args(parser: argparse.ArgumentParser) -> None:
@@ -124,7 +128,7 @@ def policy_of(args) -> str:
 
 def generate(args) -> None:
     from .engine.pair import Request
-    from .engine.compare import compare
+    from .comparison import run_comparison
 
     pair, drafter = load_pair(args)
     if args.draft_layers and drafter != "self":
@@ -142,40 +146,43 @@ def generate(args) -> None:
     if drafter == "auto":  # the pair's best setup, as the app's Auto and the bench's auto cells run it
         request = pair.auto(request)
         drafter = request.drafter
-    result = compare(pair, request, warm_up=not args.no_warmup)
-    follow_ups, history = [], ()
+    first = run_comparison(pair, request, warm_up=not args.no_warmup)
+    turns = [first]
     for turn in args.turn:  # the conversation goes on from the standard lane's answer (spec_bench.py)
-        history = history + ((request.prompt, (follow_ups[-1] if follow_ups else result)["standard"]["text"]),)
-        request = dataclasses.replace(request, prompt=turn, history=history)
-        follow_ups.append(compare(pair, request, warm_up=False))
-    if follow_ups:
-        result["follow_ups"] = follow_ups
-    result["serving"] = serving_config(result["stats"], drafter, args.draft)
-    result["engine"] = {"target": pair.target.engine, "draft": pair.draft.engine if pair.draft else None}
-    result["verify_costs"] = pair.verify_costs.to_json() if pair.verify_costs else None
+        request = dataclasses.replace(request, prompt=turn,
+                                      history=(*request.history, (request.prompt, turns[-1].standard.text)))
+        turns.append(run_comparison(pair, request, warm_up=False))
+    serving = serving_config(first.stats, drafter, args.draft)
     if args.json:
+        result = first.to_json()
+        if args.turn:
+            result["follow_ups"] = [t.to_json() for t in turns[1:]]
+        result["serving"] = serving.to_json()
+        result["engine"] = {"target": pair.target.engine, "draft": pair.draft.engine if pair.draft else None}
+        result["verify_costs"] = pair.verify_costs.to_json() if pair.verify_costs else None
         print(json.dumps(result))
         return
-    s = result["stats"]
-    for lane in ("standard", "speculative"):
-        r = result[lane]
-        print(f"--- {lane}: {len(r['token_ids'])} tokens, {r['tokens_per_s']:.2f} tok/s\n{r['text']}\n")
+    print_comparison(first, serving, turns[1:])
+
+
+def print_comparison(first: Comparison, serving: Serving, follow_ups: list[Comparison]) -> None:
+    s = first.stats
+    for name, lane in (("standard", first.standard), ("speculative", first.speculative)):
+        print(f"--- {name}: {len(lane.token_ids)} tokens, {lane.tokens_per_s:.2f} tok/s\n{lane.text}\n")
     fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
-    print(f"speedup {fmt(s['speedup'])}; predicted {fmt(s['predicted_speedup'])} if verifying k+1 tokens cost one "
-          f"step, {fmt(s['predicted_speedup_with_verify_cost'])} at the measured {fmt(s['verify_cost'])} steps")
-    print(f"alpha {fmt(s['alpha'])}, tau {fmt(s['tau'])}, k {s['k']}, c {fmt(s['c'])}, "
-          f"rounds {s['rounds']} ({s['rounds_without_draft']} drafted nothing)")
-    if "identical" in s:
-        print(f"identical {s['identical']}" + divergence_note(s.get("divergence")))
-    print(s["verdict"])
-    for number, follow_up in enumerate(result.get("follow_ups", []), 2):
-        print(f"--- turn {number}: {follow_up['stats']['verdict']}\n{follow_up['standard']['text']}\n")
-    serving = serving_config(s, drafter, args.draft)
-    if serving["vllm"]:
-        print(f"serve it: vLLM {serving['vllm']['flag']}\n          SGLang {serving['sglang']['flag']}\n"
-              f"          ({serving['note']})")
+    print(f"speedup {fmt(s.speedup)}; predicted {fmt(s.predicted_speedup)} if verifying k+1 tokens cost one "
+          f"step, {fmt(s.predicted_speedup_with_verify_cost)} at the measured {fmt(s.verify_cost)} steps")
+    print(f"alpha {fmt(s.alpha)}, tau {fmt(s.tau)}, k {s.k}, c {fmt(s.c)}, "
+          f"rounds {s.rounds} ({s.rounds_without_draft} drafted nothing)")
+    if s.identical is not None:
+        print(f"identical {s.identical}" + divergence_note(s.divergence))
+    print(s.verdict)
+    for number, follow_up in enumerate(follow_ups, 2):
+        print(f"--- turn {number}: {follow_up.stats.verdict}\n{follow_up.standard.text}\n")
+    if serving.vllm_config:
+        print(f"serve it: vLLM {serving.vllm_flag}\n          SGLang {serving.sglang_flag}\n          ({NOTE})")
     else:
-        print(f"serve it: {serving['advice']}")
+        print(f"serve it: {serving.advice}")
 
 
 def search_layers(args) -> None:
@@ -207,10 +214,9 @@ def search_layers(args) -> None:
           f"saved to {args.out}")
 
 
-def divergence_note(divergence: dict | None) -> str:
-    if not divergence:
+def divergence_note(d: Divergence | None) -> str:
+    if d is None:
         return ""
-    d = Divergence.from_json(divergence)
     return f": {d.describe()}; tokens {d.standard_token} (standard) and {d.speculative_token} (speculative)"
 
 

@@ -6,51 +6,87 @@ kernels and sees other prompts, so its best k can differ; the metric names let a
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, replace
 
 from .engine.drafters import PromptLookupDrafter
+from .engine.run_stats import RunStats
 from .engine.sources import Source
 
 
-def serving_config(stats: dict, drafter: str, draft_model: str | None) -> dict:
-    """vLLM's --speculative-config and SGLang's flags for the setup this run measured, with the
-    metrics that correspond to its acceptance figures. k is the one the run settled on; a run that
-    settled on k = 0 recommends serving without speculation."""
-    k = round(stats.get("k_settled") or 0)
+NOTE = ("measured on this device and this prompt, not on your server: batching, other hardware and other "
+        "prompts change the best k; compare the metrics below before trusting it")
+METRICS = {"vllm": ("vllm:spec_decode_num_accepted_tokens_per_pos", "mean acceptance length "
+                    "(1 + vllm:spec_decode_num_accepted_tokens / vllm:spec_decode_num_drafts)"),
+           "sglang": ("spec_accept_length",)}
+
+
+@dataclass(frozen=True)
+class Serving:
+    """The serving setup a run measured: vLLM's --speculative-config and SGLang's flags (None where
+    neither server has the run's method, with `advice` saying what to serve instead), and the
+    acceptance figures the servers' metrics (METRICS) should show."""
+
+    k: int
+    method: str | None
+    mean_acceptance_length: float | None
+    acceptance_by_position: tuple[float | None, ...]
+    vllm_config: dict | None = None
+    sglang_flags: tuple[str, ...] | None = None
+    advice: str | None = None
+
+    @property
+    def vllm_flag(self) -> str | None:
+        return f"--speculative-config '{json.dumps(self.vllm_config)}'" if self.vllm_config else None
+
+    @property
+    def sglang_flag(self) -> str | None:
+        return " ".join(self.sglang_flags) if self.sglang_flags else None
+
+    def to_json(self) -> dict:
+        return {"k": self.k, "method": self.method, "note": NOTE,
+                "expected": {"mean_acceptance_length": self.mean_acceptance_length,
+                             "acceptance_by_position": list(self.acceptance_by_position)},
+                "metrics": {server: list(names) for server, names in METRICS.items()},
+                "vllm": {"speculative_config": self.vllm_config, "flag": self.vllm_flag} if self.vllm_config else None,
+                "sglang": {"flags": list(self.sglang_flags), "flag": self.sglang_flag} if self.sglang_flags else None,
+                **({"advice": self.advice} if self.advice else {})}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Serving:
+        expected = data.get("expected") or {}
+        return cls(data["k"], data.get("method"), expected.get("mean_acceptance_length"),
+                   tuple(expected.get("acceptance_by_position") or ()),
+                   (data.get("vllm") or {}).get("speculative_config"),
+                   tuple(data["sglang"]["flags"]) if data.get("sglang") else None, data.get("advice"))
+
+
+def serving_config(stats: RunStats, drafter: str, draft_model: str | None) -> Serving:
+    """vLLM's and SGLang's flags for the setup this run measured. k is the one the run settled on; a
+    run that settled on k = 0 recommends serving without speculation."""
+    k = round(stats.k_settled or 0)
     method = _method(stats, drafter, draft_model)
-    out = {
-        "k": k, "method": method,
-        "note": "measured on this device and this prompt, not on your server: batching, other hardware "
-                "and other prompts change the best k; compare the metrics below before trusting it",
-        "expected": {"mean_acceptance_length": stats.get("tokens_per_round"),
-                     "acceptance_by_position": stats.get("position_acceptance")},
-        "metrics": {"vllm": ["vllm:spec_decode_num_accepted_tokens_per_pos", "mean acceptance length "
-                             "(1 + vllm:spec_decode_num_accepted_tokens / vllm:spec_decode_num_drafts)"],
-                    "sglang": ["spec_accept_length"]},
-    }
+    measured = Serving(k, method, stats.tokens_per_round, tuple(stats.position_acceptance))
     if drafter in UNSERVED:
-        out.update(vllm=None, sglang=None, advice=UNSERVED[drafter])
-        return out
+        return replace(measured, advice=UNSERVED[drafter])
     if k == 0 or method is None:
         top = _top_source(stats)
         advice = UNSERVED[top] if k and top in UNSERVED else "speculation did not pay on this run: serve without it"
-        out.update(vllm=None, sglang=None, advice=advice)
-        return out
+        return replace(measured, advice=advice)
     if method == "ngram":
         lookup = PromptLookupDrafter()  # the n-gram range the run itself matched with
         vllm = {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_min": lookup.min_ngram,
                 "prompt_lookup_max": lookup.max_ngram}
-        sglang = ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", str(k + 1)]
+        sglang = ("--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", str(k + 1))
     else:
         vllm = {"method": "draft_model", "model": draft_model, "num_speculative_tokens": k}
-        sglang = ["--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", str(draft_model),
+        sglang = ("--speculative-algorithm", "STANDALONE", "--speculative-draft-model-path", str(draft_model),
                   "--speculative-num-steps", str(k), "--speculative-eagle-topk", "1",
-                  "--speculative-num-draft-tokens", str(k + 1)]
-    out["vllm"] = {"speculative_config": vllm, "flag": f"--speculative-config '{json.dumps(vllm)}'"}
-    out["sglang"] = {"flags": sglang, "flag": " ".join(sglang)}
+                  "--speculative-num-draft-tokens", str(k + 1))
+    advice = None
     if drafter in ("hybrid", "mixed"):
-        out["advice"] = ("neither server mixes prompt lookup with a draft model; this is the source that "
-                         f"drafted most of this run's rounds ({stats.get('sources')})")
-    return out
+        advice = ("neither server mixes prompt lookup with a draft model; this is the source that drafted most "
+                  f"of this run's rounds ({stats.sources})")
+    return replace(measured, vllm_config=vllm, sglang_flags=sglang, advice=advice)
 
 
 # Drafters neither server offers as such: no equivalent flags rather than flags that mean another thing.
@@ -69,13 +105,13 @@ UNSERVED = {
 }
 
 
-def _top_source(stats: dict) -> str | None:
+def _top_source(stats: RunStats) -> str | None:
     """The drafter of the source that drafted most of the run's rounds ('draft-tree' for 'draft-tree:16')."""
-    sources = stats.get("sources") or {}
+    sources = stats.sources
     return Source(max(sources, key=sources.get)).drafter if sources else None
 
 
-def _method(stats: dict, drafter: str, draft_model: str | None) -> str | None:
+def _method(stats: RunStats, drafter: str, draft_model: str | None) -> str | None:
     """The servers' method for the source that drafted most rounds: n-gram lookup for prompt lookup
     and its tree (served as a chain), the draft model for the draft model and its tree where there is
     one; None for a source neither server has (token recycling, self, cross-tokenizer)."""

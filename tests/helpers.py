@@ -217,3 +217,22 @@ def fake_spaces(asked: list) -> types.ModuleType:
 
     spaces.GPU = GPU
     return spaces
+
+
+def run_stats(**changes):
+    """A RunStats of nothing measured yet (k = 4, greedy), with these fields changed."""
+    from specdec.engine.run_stats import summarize
+
+    return replace(summarize([], [], k=4), **changes)
+
+
+def race_result(run=None, **changes):
+    """A playground RaceResult around run (default: run_stats()): a finished greedy draft-model race."""
+    from specdec.playground.result import LaneTotals, RaceResult
+
+    lane = LaneTotals("", 0, 0.0)
+    base = RaceResult(run=run or run_stats(), standard=lane, speculative=lane, drafted=(), accepted=(), greedy=True,
+                      target="tiny", draft=None, drafter="draft-model", draft_layers=None, policy="fixed",
+                      tree_shape=None, device="cpu", dtype="float32", engine="eager", verify_costs=None,
+                      verify_points=(), finished=True)
+    return replace(base, **changes)

@@ -40,9 +40,9 @@ def test_auto_refuses_a_drafter_or_another_policy(folders, capsys):
 
 def test_a_divergence_is_put_into_words_for_the_terminal():
     from specdec.cli import divergence_note
+    from specdec.engine.verdicts import Divergence
 
-    note = divergence_note({"index": 4, "standard_token": 7, "speculative_token": 9, "margin": 0.01,
-                            "tolerance": 0.05, "dtype": "bfloat16", "numerical_tie": True, "top2": [7, 9]})
+    note = divergence_note(Divergence(4, 7, 9, 0.01, 0.05, "bfloat16", True, (7, 9)))
     assert note == (": numerical tie at token 4 (top-2 logit margin 0.01 ≤ tolerance 0.05, bfloat16); "
                     "tokens 7 (standard) and 9 (speculative)")
     assert divergence_note(None) == ""

@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--retries", type=int, default=1, help="how many times a busy repeat is redone")
     g.add_argument("--wait", type=float, default=0.0,
                    help="before each repeat, wait up to this many seconds for other processes to go quiet")
+    p.add_argument("--setups", type=csv(str), default=None,
+                   help="comma list: only the preset's plans for these setups (a long run in parts; finished "
+                        "cells are kept, so a later run without it does the rest)")
     g = p.add_argument_group("models (instead of the preset's setups)")
     g.add_argument("--target", default=None, help="Hub id, folder, .gguf or offline name")
     g.add_argument("--draft", default=None, help="draft model for the draft-model drafter")
@@ -108,6 +111,11 @@ def make_plans(args, suite) -> list[Plan]:
         ("prompts", args.prompts), ("per_category", args.per_category)) if value is not None}
     if args.prompts is not None and args.per_category is None:
         overrides["per_category"] = None
+    if args.setups:
+        known = {plan.setup.name for plan in plans}
+        if unknown := set(args.setups) - known:
+            raise SystemExit(f"--setups: no plan for {', '.join(sorted(unknown))}; this grid has {', '.join(sorted(known))}")
+        plans = [plan for plan in plans if plan.setup.name in args.setups]
     return [dataclasses.replace(plan, **overrides) for plan in plans]
 
 

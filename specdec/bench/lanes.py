@@ -16,7 +16,7 @@ from typing import Callable
 import torch
 from transformers import GenerationConfig
 
-from ..engine.compare import summarize
+from ..engine.run_stats import summarize
 from ..engine.config import Sampling, Speculation
 from ..engine.drafters.lookup import MAX_NGRAM
 from ..engine.drafters.layers import decoder_layers, first_layers
@@ -262,7 +262,7 @@ def run_repeat(models: Models, group, cells, repeat: int, tick: Callable[[], Non
                                 **forwards[(cell.key, peer.name)], "label": peer.label}
         records[cell.key] = {
             "repeat": repeat, "seed": seed, "loadavg": [load_before, load_after], "lanes": lanes,
-            "stats": summarize(std_events, rounds, cell.k, greedy=greedy),
+            "stats": summarize(std_events, rounds, cell.k, greedy=greedy).to_json(),
             "rounds": [[r.draft_length, r.accepted] for r in rounds],
         }
     return records

@@ -159,7 +159,7 @@ class Pair:
                 self.costs[key].seed_verify(self.verify_costs)
         return self.costs[key]
 
-    def divergence(self, prompt_ids: list[int], standard_ids: list[int], speculative_ids: list[int]) -> dict | None:
+    def divergence(self, prompt_ids: list[int], standard_ids: list[int], speculative_ids: list[int]) -> Divergence | None:
         """Where two greedy lanes first differ, and whether the target itself could not tell the two
         tokens apart there: None when they agree. See numerical_tie."""
         i = common_prefix(standard_ids, speculative_ids)
@@ -169,7 +169,7 @@ class Pair:
         logits = self._standard_lane.logits(prompt_ids + standard_ids[:i], 1)[0]
         tie = numerical_tie(logits, {at(standard_ids), at(speculative_ids)})
         return Divergence(i, at(standard_ids), at(speculative_ids), tie["margin"], tie["tolerance"], tie["dtype"],
-                          tie["numerical_tie"], tuple(tie["top2"])).to_json()  # the run's stats are JSON
+                          tie["numerical_tie"], tuple(tie["top2"]))
 
     def free(self) -> None:
         """Drop both lanes' KV caches (the draft's lives in its drafter and goes with it)."""

@@ -14,6 +14,8 @@ import statistics
 import plotly.graph_objects as go
 
 from ..engine.events import ACCEPTED, BONUS, CORRECTED, PLAIN, RoundEvent
+from ..engine.run_stats import RunStats, TreeYield
+from .result import RaceResult
 from .render import FATES
 from ..engine.stats import accepted_pmf, predicted_speedup, tau
 
@@ -126,32 +128,31 @@ def position_acceptance(rates: list[float | None], alpha: float | None) -> go.Fi
     return fig
 
 
-def all_charts(rounds: list[RoundEvent], stats: dict, k_max: int) -> tuple[go.Figure, ...]:
+def all_charts(rounds: list[RoundEvent], stats: RunStats, k_max: int) -> tuple[go.Figure, ...]:
     """The four charts; a tree run gets tokens per pass against node count where a chain run gets
     speedup against k (a tree's k is only its depth; its width is what the run chose)."""
-    alpha = stats.get("alpha")
+    alpha = stats.alpha
     drafted = [r.draft_length for r in rounds if r.drafted]
-    k_point = sum(drafted) / len(drafted) if drafted else stats.get("k", 1)  # the mean k actually drafted
-    if stats.get("tree"):
-        third = tree_tokens_per_pass(rounds, alpha, stats["tree"])
+    k_point = sum(drafted) / len(drafted) if drafted else stats.k  # the mean k actually drafted
+    if stats.tree:
+        third = tree_tokens_per_pass(rounds, alpha, stats.tree)
     else:
-        third = speedup_vs_k(alpha, stats.get("c"), stats.get("verify_cost"), k_point, stats.get("speedup"), k_max,
-                             stats.get("k_settled"))
+        third = speedup_vs_k(alpha, stats.c, stats.verify_cost, k_point, stats.speedup, k_max, stats.k_settled)
     return (
         tokens_per_round(rounds, alpha),
         accepted_histogram(rounds, alpha),
         third,
-        position_acceptance(stats.get("position_acceptance") or [], alpha),
+        position_acceptance(list(stats.position_acceptance), alpha),
     )
 
 
-def tree_tokens_per_pass(rounds: list[RoundEvent], alpha: float | None, measured: dict | None) -> go.Figure:
+def tree_tokens_per_pass(rounds: list[RoundEvent], alpha: float | None, measured: TreeYield | None) -> go.Figure:
     """Expected tokens per target pass against the nodes n it verifies, n = 1 .. the largest tree.
 
     The draft's estimate: a node is accepted with about the probability the draft gives its path
     (its reach), so a round's n likeliest nodes yield 1 + the sum of their reach (the 1 is the
     target's own token); those n form a tree, since no child is likelier than its parent. The chain
-    theory τ(α̂, n) is what n nodes in a single chain would yield. measured: stats["tree"]."""
+    theory τ(α̂, n) is what n nodes in a single chain would yield. measured: the run's TreeYield."""
     fig = _figure("Expected tokens per pass vs nodes verified", "nodes verified per pass (n)",
                   "tokens per target pass")
     trees = [r.tree for r in rounds if r.tree is not None]
@@ -166,7 +167,7 @@ def tree_tokens_per_pass(rounds: list[RoundEvent], alpha: float | None, measured
         fig.add_scatter(x=ns, y=[tau(alpha, n) for n in ns], mode="lines", name=f"chain theory τ(α̂ = {alpha:.2f}, n)",
                         line=dict(color=THEORY, dash="dash"))
     if measured:
-        fig.add_scatter(x=[measured["nodes_per_round"]], y=[measured["tokens_per_pass"]], mode="markers",
+        fig.add_scatter(x=[measured.nodes_per_round], y=[measured.tokens_per_pass], mode="markers",
                         name="measured (mean nodes, tokens per pass)",
                         marker=dict(color="#ea580c", size=13, symbol="diamond"))
     fig.add_hline(y=1.0, line=dict(color="#9ca3af", width=1))  # plain decoding: one token per pass
@@ -327,21 +328,21 @@ def _tree_layout(fig: go.Figure, tree: dict, max_depth: int, rows: int) -> None:
     fig.update_yaxes(visible=False)
 
 
-def verify_cost_figure(stats: dict | None) -> go.Figure:
+def verify_cost_figure(result: RaceResult | None) -> go.Figure:
     """A target pass over n tokens, in single steps: the device's table measured at warm-up (a line)
     and this run's own verify passes (points), so a run whose passes cost more than the table says
     (a busy machine) shows it."""
     fig = _figure("Verify cost by width", "tokens in the target pass", "cost in decode steps")
-    table = (stats or {}).get("verify_costs")
+    table = result.verify_costs if result else None
     if not table:
         return _waiting(fig)
-    step = table["seconds"][0]
-    fig.add_trace(go.Scatter(x=table["widths"], y=table["steps"], mode="lines+markers", name="measured at warm-up",
-                             line=dict(color=THEORY)))
-    points = [(n, seconds / step) for n, seconds in (stats.get("verify_points") or []) if step > 0]
+    step = table.seconds[0]
+    fig.add_trace(go.Scatter(x=list(table.widths), y=[table.steps(n) for n in table.widths], mode="lines+markers",
+                             name="measured at warm-up", line=dict(color=THEORY)))
+    points = [(n, seconds / step) for n, seconds in result.verify_points if step > 0]
     if points:
         fig.add_trace(go.Scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode="markers",
                                  name="this run's passes", marker=dict(color="#16a34a", size=7, opacity=0.6)))
-    fig.update_xaxes(type="log", tickvals=table["widths"])
-    fig.update_layout(title=dict(text=f"Verify cost by width ({stats.get('engine', '?')} engine)"))
+    fig.update_xaxes(type="log", tickvals=list(table.widths))
+    fig.update_layout(title=dict(text=f"Verify cost by width ({result.engine} engine)"))
     return fig

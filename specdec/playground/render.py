@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import html
 
-from ..engine.compare import verdict_answer
 from ..engine.drafters import DRAFTERS
-from ..engine.verdicts import Divergence
 from ..engine.events import ACCEPTED, BONUS, CORRECTED, PLAIN
+from ..engine.run_stats import RunStats, TreeYield
+from ..serving import METRICS, NOTE, Serving
+from .result import RaceResult
 
 # Fate -> (background, border, legend text). Light fills keep the text readable in both themes.
 # PLAIN is grey: a round that drafted nothing is ordinary decoding, with nothing to credit or blame.
@@ -71,54 +72,58 @@ def _fmt(value, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
-def stats_rows(stats: dict, standard: dict, speculative: dict, greedy: bool, finished: bool) -> list[list[str]]:
+def stats_rows(result: RaceResult) -> list[list[str]]:
     """[quantity, value, meaning] rows of the comparison table."""
+    run, standard, speculative = result.run, result.standard, result.speculative
     rows = [
-        ["tokens/s, standard", _fmt(standard["tokens_per_s"], 2),
-         f"{standard['tokens']} tokens in {standard['seconds']:.2f} s"],
-        ["tokens/s, speculative", _fmt(speculative["tokens_per_s"], 2),
-         f"{speculative['tokens']} tokens in {speculative['seconds']:.2f} s, {stats['rounds']} rounds"],
-        ["speedup, measured", _fmt(stats["speedup"], 2), "speculative tokens/s ÷ standard tokens/s"],
-        ["speedup, predicted", _fmt(stats["predicted_speedup"], 2),
+        ["tokens/s, standard", _fmt(standard.tokens_per_s, 2), f"{standard.tokens} tokens in {standard.seconds:.2f} s"],
+        ["tokens/s, speculative", _fmt(speculative.tokens_per_s, 2),
+         f"{speculative.tokens} tokens in {speculative.seconds:.2f} s, {run.rounds} rounds"],
+        ["speedup, measured", _fmt(run.speedup, 2), "speculative tokens/s ÷ standard tokens/s"],
+        ["speedup, predicted", _fmt(run.predicted_speedup, 2),
          "Σ τ(α̂, m_r) / Σ (m_r·c + 1) over the rounds' own draft lengths m_r (Leviathan et al. eq. 1)"],
-        ["speedup, predicted with verify cost", _fmt(stats["predicted_speedup_with_verify_cost"], 2),
+        ["speedup, predicted with verify cost", _fmt(run.predicted_speedup_with_verify_cost, 2),
          "Σ τ(α̂, m_r) / Σ (m_r·c + v), v = measured verify cost (1 for a round that drafted nothing)"],
-        ["α (acceptance rate)", _fmt(stats["alpha"]), "truncated-geometric MLE over rounds"],
-        ["τ (mean tokens per round)",
-         f"{_fmt(stats['tokens_per_round'], 2)} measured / {_fmt(stats['tau'], 2)} expected",
+        ["α (acceptance rate)", _fmt(run.alpha), "truncated-geometric MLE over rounds"],
+        ["τ (mean tokens per round)", f"{_fmt(run.tokens_per_round, 2)} measured / {_fmt(run.tau, 2)} expected",
          "expected: mean over rounds of τ(α̂, m_r) = (1 − α̂^(m_r+1)) / (1 − α̂), "
          "m_r = the round's own draft length"],
-        ["k (tokens drafted per round)", _fmt(stats["k"]), "starting k when adaptive"],
-        ["rounds with no draft", f"{stats['rounds_without_draft']} of {stats['rounds']}",
+        ["k (tokens drafted per round)", _fmt(run.k), "starting k when adaptive"],
+        ["rounds with no draft", f"{run.rounds_without_draft} of {run.rounds}",
          "the drafter proposed nothing: one plain target token, as standard decoding would"],
-        ["c (draft cost ratio)", _fmt(stats["c"]), "seconds per drafted token ÷ seconds per target step"],
-        ["verify cost", _fmt(stats["verify_cost"], 2), "a (k+1)-token verify pass, in target steps"],
+        ["c (draft cost ratio)", _fmt(run.c), "seconds per drafted token ÷ seconds per target step"],
+        ["verify cost", _fmt(run.verify_cost, 2), "a (k+1)-token verify pass, in target steps"],
     ]
-    if stats.get("engine"):
-        rows.append(["engine", stats["engine"], ENGINE_NOTES.get(stats["engine"], "")])
-    if finished:
-        rows.insert(0, ["did speculation pay?", verdict_answer(stats.get("speedup")), stats.get("verdict", "")])
+    if result.engine:
+        rows.append(["engine", result.engine, ENGINE_NOTES.get(result.engine, "")])
+    if result.finished:
+        rows.insert(0, ["did speculation pay?", run.verdict.answer, str(run.verdict)])
     else:  # a streaming run's figures move: no verdict until it ends
         rows.insert(0, ["did speculation pay?", "running (figures provisional)",
                         "the verdict and its interval come when the run ends"])
-    rows.insert(1, ["policy", stats.get("policy", "fixed"), _policy_note(stats)])
-    if stats.get("drafter"):
-        rows.insert(2, ["drafter", drafter_label(stats["drafter"], stats.get("draft_layers")),
-                        DRAFTERS.get(stats["drafter"], "")])
-    if stats.get("tree"):
-        rows.append(_tree_row(stats["tree"]))
-    serving = stats.get("serving") if finished else None
-    if serving and serving.get("vllm"):
-        rows.append(["vLLM", serving["vllm"]["flag"], serving["note"]])
-        rows.append(["SGLang", serving["sglang"]["flag"], "compare: " + ", ".join(
-            serving["metrics"]["vllm"][:1] + serving["metrics"]["sglang"])])
-    elif serving:
-        rows.append(["serving", "no speculation", serving["advice"]])
-    if greedy and finished and "identical" in stats:
-        rows.append(["outputs identical", _identical(stats),
-                     "greedy: speculative must equal standard, unless the target's top two logits tie "
-                     "within its dtype's rounding"])
-    return rows
+    rows.insert(1, ["policy", result.policy, _policy_note(run)])
+    if result.drafter:
+        rows.insert(2, ["drafter", drafter_label(result.drafter, result.draft_layers), DRAFTERS.get(result.drafter, "")])
+    if run.tree:
+        rows.append(_tree_row(run.tree))
+    return rows + _serving_rows(result.serving if result.finished else None) + _identity_rows(result)
+
+
+def _serving_rows(serving: Serving | None) -> list[list[str]]:
+    if serving is None:
+        return []
+    if serving.vllm_config is None:
+        return [["serving", "no speculation", serving.advice or ""]]
+    return [["vLLM", serving.vllm_flag, NOTE],
+            ["SGLang", serving.sglang_flag, "compare: " + ", ".join((METRICS["vllm"][0], *METRICS["sglang"]))]]
+
+
+def _identity_rows(result: RaceResult) -> list[list[str]]:
+    if not (result.greedy and result.finished and result.run.identical is not None):
+        return []
+    return [["outputs identical", _identical(result.run),
+             "greedy: speculative must equal standard, unless the target's top two logits tie "
+             "within its dtype's rounding"]]
 
 
 ENGINE_NOTES = {
@@ -128,24 +133,24 @@ ENGINE_NOTES = {
 }
 
 
-def result_card(stats: dict | None) -> str:
+def result_card(result: RaceResult | None) -> str:
     """The run's one-line verdict with its 90% interval, or a note that there is none yet. An
     interval that holds 1.0 means this run cannot tell whether speculation paid; a busy machine is named."""
-    if not stats or not stats.get("final") or stats.get("speedup") is None:
+    if result is None or not result.finished or result.run.speedup is None:
         return '<div class="result-card idle">The verdict appears here when a run ends.</div>'
-    speedup, interval, runs = stats["speedup"], stats.get("interval"), stats.get("speedup_runs")
-    head = f"{speedup:.2f}x {'faster' if speedup >= 1 else 'slower'}"
-    if runs:
-        head += f", the median of {len(runs)} runs ({', '.join(f'{r:.2f}x' for r in runs if r is not None)})"
+    run, interval = result.run, result.interval
+    head = f"{run.speedup:.2f}x {'faster' if run.speedup >= 1 else 'slower'}"
+    if run.speedup_runs:
+        head += f", the median of {len(run.speedup_runs)} runs ({', '.join(f'{r:.2f}x' for r in run.speedup_runs)})"
     if interval:
         head += f" (90% interval {interval[0]:.2f}–{interval[1]:.2f})"
-    parts = [f"α {_fmt(stats.get('alpha'), 2)}", f"{_fmt(stats.get('tokens_per_round'), 1)} tokens per target pass"]
-    if stats.get("k_settled") is not None:
-        parts.append(f"k settled on {stats['k_settled']:g}")
+    parts = [f"α {_fmt(run.alpha, 2)}", f"{_fmt(run.tokens_per_round, 1)} tokens per target pass"]
+    if run.k_settled is not None:
+        parts.append(f"k settled on {run.k_settled:g}")
     notes = []
     if interval and interval[0] <= 1.0 <= interval[1]:
         notes.append("the interval holds 1.0: this run cannot tell whether speculation paid; repeat it")
-    if stats.get("busy"):
+    if result.busy:
         notes.append("the machine was busy (standard steps slower than at warm-up): the numbers are noisier")
     note = "".join(f'<div class="result-note">{html.escape(n)}</div>' for n in notes)
     return (f'<div class="result-card"><b style="font-size:18px;">{html.escape(head)}</b> · '
@@ -168,27 +173,24 @@ def drafter_label(drafter: str, layers=None) -> str:
     return f"{drafter} · layers {layer_ranges(layers)}" if layers else drafter
 
 
-def _tree_row(tree: dict) -> list[str]:
-    """A tree run's mean tree and what one target pass over it yielded (stats["tree"])."""
-    return ["token tree (mean per round)",
-            f"{tree['nodes_per_round']:.1f} nodes, depth {tree['depth_per_round']:.1f}",
-            f"over {tree['rounds']} tree rounds: {tree['accepted_per_round']:.2f} accepted along the path, "
-            f"{tree['tokens_per_pass']:.2f} tokens per target pass (α̂ and τ count a tree's depth as its k)"]
+def _tree_row(tree: TreeYield) -> list[str]:
+    """A tree run's mean tree and what one target pass over it yielded."""
+    return ["token tree (mean per round)", f"{tree.nodes_per_round:.1f} nodes, depth {tree.depth_per_round:.1f}",
+            f"over {tree.rounds} tree rounds: {tree.accepted_per_round:.2f} accepted along the path, "
+            f"{tree.tokens_per_pass:.2f} tokens per target pass (α̂ and τ count a tree's depth as its k)"]
 
 
-def _policy_note(stats: dict) -> str:
+def _policy_note(run: RunStats) -> str:
     """The k it settled on, and where the drafts came from."""
-    settled = stats.get("k_settled")
-    sources = ", ".join(f"{n} rounds from {s}" for s, n in (stats.get("sources") or {}).items())
-    return f"settled on k = {_fmt(settled)} (median of the second half)" + (f"; {sources}" if sources else "")
+    sources = ", ".join(f"{n} rounds from {s}" for s, n in run.sources.items())
+    return f"settled on k = {_fmt(run.k_settled)} (median of the second half)" + (f"; {sources}" if sources else "")
 
 
-def _identical(stats: dict) -> str:
+def _identical(run: RunStats) -> str:
     """yes; or where the lanes diverged and whether a numerical tie explains it."""
-    if stats["identical"]:
+    if run.identical:
         return "yes"
-    d = stats.get("divergence")
-    return f"no: {Divergence.from_json(d).describe()}" if d else "no"
+    return f"no: {run.divergence.describe()}" if run.divergence else "no"
 
 
 STATS_HEADERS = ["quantity", "value", "meaning"]

@@ -15,8 +15,10 @@ from functools import cached_property
 from typing import Iterator
 
 from ..engine.pair import Pair, Request
-from ..engine.compare import summarize
+from ..engine.run_stats import RunStats, summarize
+from ..engine.verdicts import Divergence
 from ..engine.events import RoundEvent, TokenEvent
+from .result import LaneTotals
 from .store import DEVICE_LOCK
 from .tree_view import tree_json
 from ..engine.text import Detokenizer
@@ -41,9 +43,8 @@ class Lane:
     def text(self) -> str:
         return "".join(text for text, _ in self.pieces)
 
-    def summary(self) -> dict:
-        return {"text": self.text, "tokens": len(self.token_ids), "seconds": self.seconds,
-                "tokens_per_s": self.tokens_per_s}
+    def summary(self) -> LaneTotals:
+        return LaneTotals(self.text, len(self.token_ids), self.seconds)
 
 
 @dataclass(frozen=True)
@@ -115,19 +116,14 @@ class Race:
         lane.finished = finished
         self.steps.append(Step(name, lane.seconds, tuple(pieces)))
 
-    def stats(self) -> dict:
-        """The CLI's stats keys (partial while running) plus per-round drafted/accepted counts."""
+    def stats(self) -> RunStats:
+        """The race's statistics so far; a finished greedy race's lanes compared token for token."""
         greedy = self.request.sampling.greedy
         stats = summarize(self.token_events, self.rounds, self.request.spec.k, greedy)
-        if greedy and self.finished:
-            stats["divergence"] = self.divergence
-        stats["drafted"] = [len(r.drafted) for r in self.rounds]
-        stats["accepted"] = [r.accepted for r in self.rounds]
-        stats["round_k"] = stats["k_per_round"]  # the name the API had first
-        return stats
+        return stats.compared_with(self.divergence) if greedy and self.finished else stats
 
     @cached_property
-    def divergence(self) -> dict | None:
+    def divergence(self) -> Divergence | None:
         """Where the finished greedy lanes first differ, and whether a numerical tie explains it
         (None when they agree). It may run the target once, so it runs alone and only once."""
         with DEVICE_LOCK:

@@ -1,9 +1,9 @@
-"""summarize() turns two lanes' events into the CLI's stats; checked on hand-made events."""
+"""summarize() turns two lanes' events into a typed RunStats (the CLI's "stats" JSON); checked on hand-made events."""
 import json
 
 import pytest
 
-from specdec.engine.compare import summarize
+from specdec.engine.run_stats import RunStats, summarize
 from specdec.engine.events import ACCEPTED, BONUS, CORRECTED, RoundEvent, TokenEvent
 
 
@@ -25,38 +25,39 @@ def test_summary_by_hand():
         round_event(2, [10], 1, [10], 0.01, 0.2),  # budget cut the bonus token
     ]
     s = summarize(std, rounds, k=2)
-    assert s["identical"] is True
-    assert s["alpha"] == pytest.approx(4 / 5)  # kept 2 + 1 + 1, one rejection
-    assert s["alpha_naive"] == pytest.approx(4 / 5)
-    assert s["alpha_analytic"] == pytest.approx(0.5)
+    assert s.identical is True
+    assert s.alpha == pytest.approx(4 / 5)  # kept 2 + 1 + 1, one rejection
+    assert s.alpha_naive == pytest.approx(4 / 5)
+    assert s.alpha_analytic == pytest.approx(0.5)
     # Each round counts with its own draft length: tau(0.8, 2) twice, tau(0.8, 1) for the clipped one.
     tau2, tau1 = 1 + 0.8 + 0.64, 1 + 0.8
-    assert s["tau"] == pytest.approx((2 * tau2 + tau1) / 3)
-    assert s["rounds_without_draft"] == 0
-    assert s["tokens_per_round"] == pytest.approx(6 / 3)
-    assert s["c"] == pytest.approx((0.03 / 3) / 0.1)
-    assert s["verify_cost"] == pytest.approx(2.0)
-    assert s["speedup"] == pytest.approx((6 / 1.13) / (6 / 1.0))
-    assert s["predicted_speedup"] == pytest.approx((2 * tau2 + tau1) / (2 * (2 * 0.1 + 1) + (0.1 + 1)))
-    assert s["predicted_speedup_with_verify_cost"] == pytest.approx(
+    assert s.tau == pytest.approx((2 * tau2 + tau1) / 3)
+    assert s.rounds_without_draft == 0
+    assert s.tokens_per_round == pytest.approx(6 / 3)
+    assert s.c == pytest.approx((0.03 / 3) / 0.1)
+    assert s.verify_cost == pytest.approx(2.0)
+    assert s.speedup == pytest.approx((6 / 1.13) / (6 / 1.0))
+    assert s.predicted_speedup == pytest.approx((2 * tau2 + tau1) / (2 * (2 * 0.1 + 1) + (0.1 + 1)))
+    assert s.predicted_speedup_with_verify_cost == pytest.approx(
         (2 * tau2 + tau1) / (2 * (2 * 0.1 + 2.0) + (0.1 + 2.0)))
-    assert s["position_acceptance"] == pytest.approx([1.0, 0.5])
-    json.dumps(s, allow_nan=False)  # plain JSON
+    assert s.position_acceptance == pytest.approx((1.0, 0.5))
+    json.dumps(s.to_json(), allow_nan=False)  # plain JSON
 
 
 def test_summary_when_nothing_was_drafted():
     std = token_events([5, 6], [0.2, 0.1])
     rounds = [round_event(0, [], 0, [5], 0.0, 0.2), round_event(1, [], 0, [7], 0.0, 0.1)]
     s = summarize(std, rounds, k=4)
-    assert s["alpha"] is None and s["tau"] is None and s["predicted_speedup"] is None and s["c"] is None
-    assert s["identical"] is False and s["rounds_without_draft"] == 2 and s["verify_cost"] is None
+    assert s.alpha is None and s.tau is None and s.predicted_speedup is None and s.c is None
+    assert s.identical is False and s.rounds_without_draft == 2 and s.verify_cost is None
 
 
 def test_identical_is_reported_for_greedy_runs_only():
     std = token_events([5, 6], [0.2, 0.1])
     rounds = [round_event(0, [5], 1, [5, 6], 0.1, 0.2)]
-    assert summarize(std, rounds, k=1)["identical"] is True
-    assert "identical" not in summarize(std, rounds, k=1, greedy=False)
+    assert summarize(std, rounds, k=1).identical is True
+    assert summarize(std, rounds, k=1, greedy=False).identical is None
+    assert "identical" not in summarize(std, rounds, k=1, greedy=False).to_json()
 
 
 def test_adaptive_rounds_get_a_prediction_from_their_own_lengths():
@@ -64,8 +65,8 @@ def test_adaptive_rounds_get_a_prediction_from_their_own_lengths():
     rounds = [round_event(0, [5], 1, [5, 6], 0.1, 0.2), round_event(1, [7, 8, 9], 3, [7, 8, 9, 10], 0.1, 0.2),
               round_event(2, list(range(11, 16)), 5, list(range(11, 17)), 0.1, 0.2)]
     s = summarize(std, rounds, k=1)
-    assert s["alpha"] == 1.0 and s["tau"] == pytest.approx(s["tokens_per_round"]) == pytest.approx(12 / 3)
-    json.dumps(s, allow_nan=False)
+    assert s.alpha == 1.0 and s.tau == pytest.approx(s.tokens_per_round) == pytest.approx(12 / 3)
+    json.dumps(s.to_json(), allow_nan=False)
 
 
 def test_context_overflow_is_refused_before_any_model_work():
@@ -92,7 +93,7 @@ def test_context_overflow_is_refused_before_any_model_work():
 
 def test_a_divergence_is_typed_and_its_json_keeps_its_shape():
     """Issue #19: the divergence is one typed value, put into words in one place (CLI and app)."""
-    from specdec.engine.compare import verdict_answer
+    from specdec.engine.run_stats import verdict_answer
     from specdec.engine.verdicts import Divergence
 
     data = {"index": 3, "standard_token": 5, "speculative_token": None, "margin": 0.5, "tolerance": 0.01,
@@ -102,3 +103,39 @@ def test_a_divergence_is_typed_and_its_json_keeps_its_shape():
     assert divergence.describe().startswith("diverged at token 3 (top-2 logit margin 0.5 > tolerance 0.01")
     assert verdict_answer(None) == "not measured yet" and verdict_answer(1.01) == "speculation paid"
     assert verdict_answer(1.0) == "speculation did not pay"
+
+
+def test_run_stats_are_typed_and_their_json_keeps_its_shape():
+    """Issue #19: one frozen RunStats read by attribute; to_json is the CLI's "stats" object and
+    from_json reads it back (the browser's copy), the verdict put into words in one place."""
+    import dataclasses
+
+    from specdec.engine.verdicts import Divergence
+
+    std = token_events([5, 6, 7, 8, 9, 10], [0.5, 0.1, 0.1, 0.1, 0.1, 0.1])
+    rounds = [round_event(0, [5, 6], 2, [5, 6, 7], 0.3, 0.4), round_event(1, [8, 1], 1, [8, 9], 0.02, 0.2),
+              round_event(2, [10], 1, [10], 0.01, 0.2)]
+    s = summarize(std, rounds, k=2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.alpha = 1.0
+    data = s.to_json()
+    assert {"alpha", "tau", "k", "speedup", "predicted_speedup", "k_per_round", "k_settled", "verdict", "sources",
+            "identical", "tree", "position_acceptance"} <= set(data)
+    assert "divergence" not in data  # not compared yet: the CLI compares finished greedy lanes
+    assert data["verdict"] == str(s.verdict) and data["verdict"].startswith("speculation did not pay: 0.88x")
+    assert "settled on k=1.5, 0 of 3 rounds plain" in data["verdict"]  # the median k of rounds 2 and 3
+    assert RunStats.from_json(json.loads(json.dumps(data))) == s
+    tie = Divergence(4, 7, 9, 0.01, 0.02, "bfloat16", True, (7, 9))
+    compared = s.compared_with(tie)
+    assert compared.to_json()["divergence"] == tie.to_json()
+    assert RunStats.from_json(compared.to_json()) == compared
+    assert s.compared_with(None).to_json()["divergence"] is None
+
+
+def test_repeats_report_the_median_and_say_so():
+    std = token_events([5, 6], [0.2, 0.1])
+    runs = [summarize(std, [round_event(0, [5], 1, [5, 6], 0.1, seconds)], k=1) for seconds in (0.05, 0.2, 0.4)]
+    median = runs[0].median_of(runs)
+    assert median.speedup == runs[1].speedup and median.speedup_runs == tuple(r.speedup for r in runs)
+    assert str(median.verdict).endswith("; the median of 3 runs") and median.verdict.runs == 3
+    assert runs[0].median_of(runs[:1]) == runs[0]  # one run: nothing to take the median of

@@ -93,3 +93,32 @@ def test_the_public_api_is_what_a_user_needs_and_the_rest_lives_in_the_engine():
     assert all(hasattr(specdec, name) for name in specdec.__all__)
     assert all(hasattr(specdec.engine, name) for name in specdec.engine.__all__)
     assert {"CachedModel", "ModelDrafter", "speculative_decode", "check_tokenizers"} <= set(specdec.engine.__all__)
+
+
+EDGES = [PACKAGE.parent / "app.py", *sorted((PACKAGE / "playground").rglob("*.py")), PACKAGE / "cli.py",
+         PACKAGE / "comparison.py", PACKAGE / "serving.py", *sorted((PACKAGE / "bench").rglob("*.py"))]
+
+
+def long_functions(paths, limit: int = 60) -> list[str]:
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > limit:
+                    found.append(f"{path.name}:{node.lineno} {node.name} ({length} lines)")
+    return found
+
+
+def test_no_function_at_the_edges_is_longer_than_a_screen(tmp_path):
+    """Issue #19: app.py, the playground, the CLI and the bench keep functions under 60 lines."""
+    assert long_functions(EDGES) == []
+    sample = tmp_path / "long.py"
+    sample.write_text("def f():\n" + "    x = 1\n" * 60)
+    assert long_functions([sample]) == ["long.py:1 f (61 lines)"]
+
+
+def test_no_two_modules_share_a_file_name():
+    """Issue #19: a file name says what it holds, once (__init__ and __main__ aside)."""
+    names = [p.name for p in PACKAGE.rglob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []

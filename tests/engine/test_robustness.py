@@ -9,7 +9,7 @@ from transformers import MistralConfig, MistralForCausalLM
 from helpers import loaded, perturbed, tiny_model, word_tokenizer
 from specdec import BONUS, PLAIN, CachedModel, ModelDrafter, PromptLookupDrafter, Sampling, Speculation, \
     speculative_decode, standard_decode
-from specdec.engine.compare import summarize
+from specdec.engine.run_stats import summarize
 from specdec.engine.config import MIN_TEMPERATURE
 from specdec.engine.kvcache import UnsupportedModel
 from specdec.engine.sampling import probs_from_logits, sample_from
@@ -238,10 +238,10 @@ def test_expected_tokens_match_measured_when_the_draft_is_the_target():
     assert len({len(r.drafted) for r in rounds}) > 2  # k moved
     std = list(standard_decode(CachedModel(target), PROMPT, GREEDY, 60))
     s = summarize(std, rounds, k=2)
-    assert s["alpha"] == 1.0
-    assert s["tau"] == pytest.approx(s["tokens_per_round"])
-    assert s["tau"] > 2 + 1  # more than tau(1, 2) = 3
-    assert s["predicted_speedup"] is not None
+    assert s.alpha == 1.0
+    assert s.tau == pytest.approx(s.tokens_per_round)
+    assert s.tau > 2 + 1  # more than tau(1, 2) = 3
+    assert s.predicted_speedup is not None
 
 
 # 6. Greedy divergences in low precision ---------------------------------------------------------
@@ -297,6 +297,6 @@ def test_pair_reports_where_greedy_lanes_diverge_and_why():
     assert pair.divergence(PROMPT, standard, list(standard)) is None
     wrong = standard[:7] + [(standard[7] + 1) % 96] + standard[8:]
     d = pair.divergence(PROMPT, standard, wrong)
-    assert d["index"] == 7 and d["standard_token"] == standard[7] and d["speculative_token"] == wrong[7]
-    assert d["dtype"] == "float32" and d["margin"] > d["tolerance"] and d["numerical_tie"] is False
-    assert pair.divergence(PROMPT, standard, standard[:5])["speculative_token"] is None
+    assert d.index == 7 and d.standard_token == standard[7] and d.speculative_token == wrong[7]
+    assert d.dtype == "float32" and d.margin > d.tolerance and d.numerical_tie is False
+    assert pair.divergence(PROMPT, standard, standard[:5]).speculative_token is None

@@ -359,7 +359,7 @@ def test_round_sources_leave_the_engine_as_plain_str(llama):
     stats count by, and the cost model's keys are plain str."""
     import orjson
 
-    from specdec.engine.compare import summarize
+    from specdec.engine.run_stats import summarize
     from specdec.engine.config import Speculation
     from specdec.engine.drafters import LookupTreeDrafter
     from specdec.engine.decoding import speculative_decode
@@ -369,4 +369,4 @@ def test_round_sources_leave_the_engine_as_plain_str(llama):
     rounds = list(speculative_decode(CachedModel(llama), LookupTreeDrafter(TreeShape(8, 2)), prompt,
                                      Speculation(k=3), GREEDY, 12))
     assert any(r.source for r in rounds) and all(type(r.source) is str for r in rounds)
-    orjson.dumps(summarize([], rounds, 3)["sources"])
+    orjson.dumps(summarize([], rounds, 3).to_json()["sources"])

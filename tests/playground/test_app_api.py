@@ -347,6 +347,7 @@ def test_repeats_run_the_request_again_and_report_the_median(api, folders):
     import statistics
 
     from specdec.playground import render
+    from specdec.playground.result import RaceResult
 
     stats = api.predict(*args(PROMPT, folders["target"], max_new_tokens=12, repeats=3), api_name="/compare")[7]
     assert stats["final"] and stats["repeats"] == 3 and len(stats["speedup_runs"]) == 3
@@ -354,7 +355,7 @@ def test_repeats_run_the_request_again_and_report_the_median(api, folders):
     assert stats["verdict"].endswith("the median of 3 runs") and stats["identical"] is True
     low, high = stats["interval"]
     assert low <= stats["speedup"] <= high
-    assert "the median of 3 runs" in render.result_card(stats)
+    assert "the median of 3 runs" in render.result_card(RaceResult.from_json(stats))
     once = api.predict(*args(PROMPT, folders["target"], max_new_tokens=12), api_name="/compare")[7]
     assert once["repeats"] == 1 and once["speedup_runs"] is None
     with pytest.raises(AppError, match=r"repeats must be in \[1, 5\]"):

@@ -5,6 +5,7 @@ chart. Tiny local models keep it fast."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from gradio_client.exceptions import AppError
@@ -15,7 +16,9 @@ import app
 import space_config
 from specdec.engine.drafters import TREE
 from specdec.engine.events import ACCEPTED, BONUS, CORRECTED, PLAIN, RoundEvent, TreeRound
+from specdec.engine.run_stats import TreeYield
 from specdec.playground import charts
+from specdec.playground.result import RaceResult
 from specdec.playground.limits import InvalidInput, check_request
 from specdec.playground.render import FATES
 from specdec.playground.tree_view import pick_tree
@@ -222,7 +225,7 @@ def test_the_draft_estimate_sums_each_rounds_likeliest_reach():
     assert charts.draft_estimate([[0.25, 0.5], [1.0]], 3) == pytest.approx([1.75, 1.875, 1.875])
     assert charts.draft_estimate([], 3) == []
     rounds = [chain_round(0, (0.5, 0.25), (0,), (1, 2)), chain_round(1, (1.0,), (0,), (1, 2))]
-    fig = charts.tree_tokens_per_pass(rounds, 0.6, {"nodes_per_round": 1.5, "tokens_per_pass": 2.0})
+    fig = charts.tree_tokens_per_pass(rounds, 0.6, TreeYield(2, 1.5, 1.0, 1.0, 2.0))
     curves = {t.name: t for t in fig.data}
     assert list(curves["draft's own estimate: 1 + Σ top-n reach"].y) == pytest.approx([1.75, 1.875])
     assert list(curves["chain theory τ(α̂ = 0.60, n)"].y) == pytest.approx([1.6, 1.96])
@@ -240,10 +243,13 @@ def test_the_run_reports_its_engine_and_verify_costs_and_draws_them(lookup_run):
     table = stats["verify_costs"]
     assert table["widths"] == [1, 2, 3, 5, 9, 17, 33] and table["steps"][0] == pytest.approx(1.0)
     assert stats["verify_points"] and all(width >= 1 and seconds > 0 for width, seconds in stats["verify_points"])
-    figure = charts.verify_cost_figure(stats)
+    result = RaceResult.from_json(stats)  # what the browser hands the chart's event
+    assert result.verify_costs.widths == (1, 2, 3, 5, 9, 17, 33) and result.verify_points
+    figure = charts.verify_cost_figure(result)
     assert [trace.name for trace in figure.data] == ["measured at warm-up", "this run's passes"]
     assert not charts.verify_cost_figure(None).data
-    rows = render.stats_rows(stats, stats["standard"], stats["speculative"], True, True)
+    assert app.verify_cost_chart(stats).data and not app.verify_cost_chart({"standard": {}}).data  # a light frame
+    rows = render.stats_rows(result)
     assert ["engine", stats["engine"]] == rows[[r[0] for r in rows].index("engine")][:2]
 
 
@@ -256,12 +262,14 @@ def test_a_finished_run_gives_one_verdict_with_its_interval(lookup_run):
     assert stats["final"] is True and stats["repeats"] == 1 and stats["busy"] in (True, False)
     low, high = stats["interval"]
     assert low <= stats["speedup"] <= high
-    assert "90% interval" in render.result_card(stats) and "appears here when a run ends" in render.result_card(None)
-    running = {**stats, "final": False}
+    result = RaceResult.from_json(stats)
+    assert result.to_json() == stats  # the JSON keeps its shape both ways
+    assert "90% interval" in render.result_card(result) and "appears here when a run ends" in render.result_card(None)
+    running = replace(result, finished=False)
     assert "appears here" in render.result_card(running)
-    rows = render.stats_rows(running, stats["standard"], stats["speculative"], True, False)
+    rows = render.stats_rows(running)
     assert rows[0][1] == "running (figures provisional)"
-    unsure = render.result_card({**stats, "speedup": 1.02, "interval": [0.91, 1.12], "busy": True})
+    unsure = render.result_card(replace(result, run=replace(result.run, speedup=1.02), interval=(0.91, 1.12), busy=True))
     assert "cannot tell whether speculation paid" in unsure and "machine was busy" in unsure
-    sure = render.result_card({**stats, "speedup": 1.5, "interval": [1.3, 1.7], "busy": False})
+    sure = render.result_card(replace(result, run=replace(result.run, speedup=1.5), interval=(1.3, 1.7), busy=False))
     assert "1.50x faster (90% interval 1.30–1.70)" in sure and "cannot tell" not in sure

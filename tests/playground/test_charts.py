@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 
+from helpers import run_stats
 from specdec.playground import charts, render
 from specdec.engine.events import ACCEPTED, BONUS, CORRECTED, PLAIN, RoundEvent
 from specdec.engine.stats import accepted_pmf, position_acceptance, predicted_speedup, tau
@@ -41,8 +42,8 @@ def test_plain_rounds_stay_out_of_the_position_chart_and_the_measured_k():
     rates = position_acceptance([len(r.drafted) for r in rounds], [r.accepted for r in rounds])
     with_plain_left_out = position_acceptance([len(r.drafted) for r in rounds[:3]], [r.accepted for r in rounds[:3]])
     assert rates == with_plain_left_out
-    speedup = charts.all_charts(rounds, {"alpha": 0.6, "k": 4, "c": 0.1, "verify_cost": 1.2, "speedup": 1.1,
-                                         "position_acceptance": rates}, 8)[2]
+    run = run_stats(alpha=0.6, c=0.1, verify_cost=1.2, speedup=1.1, position_acceptance=tuple(rates))
+    speedup = charts.all_charts(rounds, run, 8)[2]
     assert list(speedup.data[-1].x) == [pytest.approx(10 / 3)]  # mean k of the rounds that drafted
 
 
@@ -64,5 +65,5 @@ def test_speedup_chart_follows_the_formula_and_marks_the_run():
 
 
 def test_charts_wait_for_rounds():
-    for fig in charts.all_charts([], {"alpha": None, "k": 4, "position_acceptance": []}, 8):
+    for fig in charts.all_charts([], run_stats(), 8):
         assert fig.layout.annotations[0].text == "waiting for rounds…"

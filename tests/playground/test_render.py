@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 
+from helpers import race_result, run_stats
+from specdec.engine.verdicts import Divergence
 from specdec.playground import render
 from specdec.engine.events import ACCEPTED, BONUS, CORRECTED, PLAIN
 from specdec.playground.session import SPECULATIVE, STANDARD, Step, lane_pieces
@@ -47,52 +49,40 @@ def test_replay_shows_plain_tokens_in_the_neutral_colour():
     assert html.count("tok-plain") == 1 and html.count("tok-bonus") == 1 and render.FATES[PLAIN][0] in html
 
 
-def table_stats(**changes) -> dict:
-    stats = {key: None for key in ("speedup", "predicted_speedup", "predicted_speedup_with_verify_cost", "alpha",
-                                   "tokens_per_round", "tau", "c", "verify_cost")}
-    stats.update(k=4, rounds=0, rounds_without_draft=0, identical=True, divergence=None)
-    stats.update(changes)
-    return stats
-
-
-LANE = {"tokens_per_s": None, "tokens": 0, "seconds": 0.0}
-
-
-def table(stats: dict, greedy: bool = True, finished: bool = True) -> dict[str, list[str]]:
-    return {row[0]: row[1:] for row in render.stats_rows(stats, LANE, LANE, greedy, finished)}
+def table(run, greedy: bool = True, finished: bool = True) -> dict[str, list[str]]:
+    rows = render.stats_rows(race_result(run, greedy=greedy, finished=finished))
+    return {row[0]: row[1:] for row in rows}
 
 
 def test_identical_row_only_for_finished_greedy_runs():
-    assert table(table_stats())["outputs identical"][0] == "yes"
-    assert "outputs identical" not in table(table_stats(), greedy=True, finished=False)
-    sampled = table_stats()
-    del sampled["identical"], sampled["divergence"]  # the engine leaves them out under sampling
+    assert table(run_stats())["outputs identical"][0] == "yes"
+    assert "outputs identical" not in table(run_stats(), greedy=True, finished=False)
+    sampled = run_stats(identical=None)  # the engine leaves it out under sampling
     assert "outputs identical" not in table(sampled, greedy=False)
 
 
-def divergence(margin: float, tie: bool) -> dict:
-    return {"index": 17, "standard_token": 5, "speculative_token": 9, "margin": margin, "tolerance": 0.06,
-            "dtype": "bfloat16", "numerical_tie": tie}
+def divergence(margin: float, tie: bool) -> Divergence:
+    return Divergence(17, 5, 9, margin, 0.06, "bfloat16", tie)
 
 
 def test_identical_row_tells_a_numerical_tie_from_a_real_divergence():
-    tie = table(table_stats(identical=False, divergence=divergence(0.031, True)))["outputs identical"][0]
+    tie = table(run_stats(identical=False).compared_with(divergence(0.031, True)))["outputs identical"][0]
     assert tie == "no: numerical tie at token 17 (top-2 logit margin 0.031 ≤ tolerance 0.06, bfloat16)"
-    bug = table(table_stats(identical=False, divergence=divergence(2.4, False)))["outputs identical"][0]
+    bug = table(run_stats(identical=False).compared_with(divergence(2.4, False)))["outputs identical"][0]
     assert bug == "no: diverged at token 17 (top-2 logit margin 2.4 > tolerance 0.06, bfloat16): this is a bug"
 
 
 def test_identical_row_without_a_divergence_report_still_says_no():
-    assert table(table_stats(identical=False, divergence=None))["outputs identical"][0] == "no"
+    assert table(run_stats(identical=False).compared_with(None))["outputs identical"][0] == "no"
 
 
 def test_rounds_with_no_draft_are_counted_in_the_table():
-    row = table(table_stats(rounds=12, rounds_without_draft=3))["rounds with no draft"]
+    row = table(run_stats(rounds=12, rounds_without_draft=3))["rounds with no draft"]
     assert row[0] == "3 of 12" and "plain" in row[1]
 
 
 def test_predictions_are_explained_over_each_rounds_own_draft_length():
-    rows = table(table_stats())
+    rows = table(run_stats())
     assert "m_r" in rows["τ (mean tokens per round)"][1]
     assert "Σ τ(α̂, m_r) / Σ (m_r·c + 1)" in rows["speedup, predicted"][1]
     assert "Σ τ(α̂, m_r)" in rows["speedup, predicted with verify cost"][1]

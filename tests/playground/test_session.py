@@ -12,6 +12,7 @@ from specdec.engine.pair import Pair, Request
 from specdec.engine.config import Sampling, Speculation
 from specdec.playground.limits import check_request
 from specdec.engine.loaded import Loaded
+from specdec.engine.verdicts import Divergence
 from specdec.playground.session import SPECULATIVE, STANDARD, Race, Step, lane_pieces, replay_frames
 
 GOOD = dict(prompt="hello", target="embedded", draft="", drafter="prompt-lookup", k=4, adaptive_k=False,
@@ -48,7 +49,7 @@ def test_the_race_produces_what_each_lane_produces_alone(tiny_pair, drafter, sam
     assert [fate for _, fate in race.speculative.pieces] == [f for r in race.rounds for f in r.fates]
     assert set(order) == {STANDARD, SPECULATIVE} and len(race.steps) == len(order)
     stats = race.stats()
-    assert stats["drafted"] == [len(r.drafted) for r in race.rounds] and stats["rounds"] == len(race.rounds)
+    assert stats.rounds == len(race.rounds) and stats.k_per_round == tuple(r.k for r in race.rounds)
 
 
 def test_the_lane_that_is_behind_goes_next(tiny_pair):
@@ -62,6 +63,9 @@ def test_the_lane_that_is_behind_goes_next(tiny_pair):
         assert other_done or before[lane] <= before[other]
 
 
+TIE = Divergence(3, 5, 6, 0.0, 0.1, "float32", True)
+
+
 def race_of(pair, sampling: Sampling) -> Race:
     request = Request("abc abc abc", 12, sampling, Speculation(3), "draft-model")
     return Race(pair, request, pair.prompt_ids(request))
@@ -72,15 +76,17 @@ def test_a_finished_greedy_race_reports_where_its_lanes_diverge(tiny_pair, monke
 
     def divergence(prompt_ids, standard_ids, speculative_ids):
         calls.append((list(prompt_ids), list(standard_ids), list(speculative_ids)))
-        return {"index": 3, "numerical_tie": True}
+        return TIE
 
     monkeypatch.setattr(tiny_pair, "divergence", divergence, raising=False)
     race = race_of(tiny_pair, Sampling())
     race.step()
-    assert "divergence" not in race.stats()  # only a finished race has both outputs to compare
+    assert not race.stats().compared  # only a finished race has both outputs to compare
+    assert "divergence" not in race.stats().to_json()
     for _ in race:
         pass
-    assert race.stats()["divergence"] == race.stats()["divergence"] == {"index": 3, "numerical_tie": True}
+    assert race.stats().divergence == race.stats().divergence == TIE and race.stats().compared
+    assert race.stats().to_json()["divergence"] == TIE.to_json()
     prompt_ids = tiny_pair.prompt_ids(race.request)
     assert calls == [(prompt_ids, race.standard.token_ids, race.speculative.token_ids)]  # once, then kept
 
@@ -91,7 +97,8 @@ def test_a_sampled_race_has_neither_identical_nor_divergence(tiny_pair, monkeypa
     for _ in race:
         pass
     stats = race.stats()
-    assert "identical" not in stats and "divergence" not in stats
+    assert stats.identical is None and not stats.compared
+    assert "identical" not in stats.to_json() and "divergence" not in stats.to_json()
 
 
 def test_a_temperature_below_the_greedy_floor_is_reported_greedy(tiny_pair, monkeypatch):
@@ -101,7 +108,7 @@ def test_a_temperature_below_the_greedy_floor_is_reported_greedy(tiny_pair, monk
     race = race_of(tiny_pair, Sampling(1e-6))
     for _ in race:
         pass
-    result = app._result(race, check(temperature=1e-6), tiny_pair)
+    result = app._result(race, check(temperature=1e-6), tiny_pair).to_json()
     assert result["greedy"] is True and result["identical"] is True and result["divergence"] is None
 
 
