@@ -142,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--lookup", action="store_true", help="prompt lookup chains and trees instead of the draft")
     parser.add_argument("--verify-only", action="store_true",
                         help="measure the verify costs only, and put them into --out if it exists")
+    parser.add_argument("--engine", choices=["fast", "eager"], default=None,
+                        help="CPU kernels for both models (default: fast on CPU); run once per engine to compare")
     parser.add_argument("--out", help="JSON file to write")
     parser.add_argument("--report", nargs="+", help="JSON files to turn into the markdown report (stdout)")
     return parser
@@ -151,10 +153,11 @@ def load_pair(args, log) -> Pair:
     from ..models.loading import load_model
 
     setup = SETUPS[args.setup]
-    target = load_model(setup.target, log=log)
+    target = load_model(setup.target, log=log, engine=args.engine)
     if args.lookup or args.verify_only:
         return Pair(target)
-    return Pair(target, load_model(setup.draft, target.device, target.dtype, log=log, quantize=setup.draft_quantize))
+    return Pair(target, load_model(setup.draft, target.device, target.dtype, log=log, quantize=setup.draft_quantize,
+                                   engine=args.engine))
 
 
 def measure(args, log) -> dict:
@@ -169,7 +172,8 @@ def measure(args, log) -> dict:
     drafts = pair.draft is not None
     return {"setup": setup.name, "target": setup.target, "draft": setup.draft if drafts else None,
             "draft_quantize": setup.draft_quantize if drafts else None, "dtype": str(pair.target.dtype),
-            "max_new_tokens": args.max_new_tokens, "repeats": args.repeats, "torch_threads": torch.get_num_threads(),
+            "engine": pair.target.engine, "max_new_tokens": args.max_new_tokens, "repeats": args.repeats,
+            "torch_threads": torch.get_num_threads(),
             "verify_costs": costs,
             "prompts": [run_prompt(pair, p, args.max_new_tokens, args.repeats, drafts, log) for p in prompts]}
 

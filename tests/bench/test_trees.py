@@ -47,5 +47,18 @@ def test_every_configuration_runs_and_matches_standard(result):
 def test_report_quotes_the_runs(result):
     text = report([result])
     rows = result["prompts"][0]["rows"]
-    assert "## tiny: target t, draft d" in text and "| 2 |" in text
+    assert "## tiny, eager engine: target t, draft d" in text and "| 2 |" in text  # no "engine": before fast existed
     assert f"{rows[0]['tokens_per_pass']:.2f}" in text and "Mean ratio of tokens per pass" in text
+    assert "side by side" not in text  # one engine only
+
+
+def test_report_sets_the_engines_side_by_side(result):
+    """Issue #18: the same setup on both engines, in one table, so the engine's effect reads off."""
+    fast = {**result, "engine": "fast"}
+    text = report([fast, {**result, "engine": "eager"}])
+    table = [line for line in text.split("## The two engines side by side")[1].split("\n## ")[0].splitlines()
+             if line.startswith("| tiny")]
+    assert [line.split(" | ")[1] for line in table] == ["eager", "fast"]
+    best_chain = max(r["speedup"] for r in result["prompts"][0]["rows"] if r["budget"] is None)
+    assert all(f"| {best_chain:.2f}x |" in line for line in table)
+    assert "## tiny, fast engine" in text and "## tiny, eager engine" in text
