@@ -31,6 +31,7 @@ from .meters import OtherLoad, machine
 from . import spec_bench, spec_bench_run
 from .grid_presets import auto_plans, full_plans, quick_plans
 from .report import report
+from .report_sections import keep_sections
 from .medians import summarize_cell
 
 # The shared suite when it sits beside the checkout, else the copy shipped in the package (fresh clones).
@@ -253,7 +254,8 @@ def write_outputs(results: dict, results_path: Path, report_path: Path, args, lo
                             plotlyjs=args.plotlyjs, log=log)
     notes = Path(args.notes).read_text(encoding="utf-8") if args.notes else ""
     report_path.parent.mkdir(parents=True, exist_ok=True)
-    report_path.write_text(report(results, summaries, figures, report_path, notes), encoding="utf-8")
+    text = report(results, summaries, figures, report_path, notes)
+    report_path.write_text(keep_sections(report_path, text), encoding="utf-8")  # Spec-Bench's sections stay
     log(f"wrote {results_path}, {report_path} and {len(figures)} figures in {results_path.parent / 'figures'}")
 
 

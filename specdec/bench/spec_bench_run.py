@@ -14,6 +14,7 @@ from ..engine.timing import Clock
 from . import spec_bench
 from .grid import AUTO
 from .meters import Forwards, machine
+from .report_sections import put_section
 
 
 @dataclass(frozen=True)
@@ -152,5 +153,15 @@ def main(args, pair_loader, log=lambda m: print(m, file=sys.stderr)) -> None:
         out.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(results, indent=1))
     text = report(results)
-    Path(args.report or out / "spec_bench.md").write_text(text + "\n")
+    (out / "spec_bench.md").write_text(text + "\n")
+    if args.report:  # e.g. docs/BENCHMARKS.md: this pair's section of it, the rest kept
+        put_section(Path(args.report), section_key(results["meta"]),
+                    f"## Spec-Bench-style leaderboard: {section_key(results['meta'])}\n\n"
+                    f"Results: `{path}`.\n\n{text}")
     print(text)
+
+
+def section_key(meta: dict) -> str:
+    """The pair a leaderboard measured, as its report section's name."""
+    quantize = f" ({meta['draft_quantize']})" if meta.get("draft_quantize") else ""
+    return meta["target"] + (f" + {meta['draft']}{quantize}" if meta.get("draft") else " alone")

@@ -92,3 +92,24 @@ def test_the_report_states_its_setup(tmp_path):
                "answers": [answer("q", "translation", "standard", 4, 1.0), answer("q", "translation", "x", 4, 0.5, [2])]}
     text = spec_bench_run.report(results)
     assert "t (no draft model); cpu, float32, engine fast" in text and "64 new tokens" in text and "not a like-for-like" in text
+
+
+def test_a_leaderboard_lands_in_the_report_as_its_pairs_section_and_stays(tmp_path):
+    """Issue #21: a Spec-Bench run with --report docs/BENCHMARKS.md puts its table into that file as
+    its pair's section: a second run of the pair replaces it, another pair's is added, and the grid's
+    own rewrite of the report keeps them all."""
+    from specdec.bench.report_sections import keep_sections, put_section, sections
+
+    report = tmp_path / "BENCHMARKS.md"
+    report.write_text("# Benchmarks\n\ngrid table v1\n")
+    put_section(report, "q + d", "## Spec-Bench: q + d\n\n| first |")
+    put_section(report, "s alone", "## Spec-Bench: s alone\n\n| other |")
+    put_section(report, "q + d", "## Spec-Bench: q + d\n\n| second |")
+    text = report.read_text()
+    assert text.startswith("# Benchmarks\n\ngrid table v1\n") and "| first |" not in text
+    assert list(sections(text)) == ["q + d", "s alone"] and "| second |" in text and "| other |" in text
+    rewritten = keep_sections(report, "# Benchmarks\n\ngrid table v2\n")
+    assert "grid table v1" not in rewritten and sections(rewritten) == sections(text)
+    fresh = tmp_path / "new.md"
+    put_section(fresh, "q + d", "| alone |")
+    assert fresh.read_text() == "<!-- spec-bench: q + d -->\n| alone |\n<!-- /spec-bench: q + d -->\n"
