@@ -111,7 +111,7 @@ def _result(race: Race, checked: Checked, pair, earlier: tuple[Race, ...] = ()) 
         draft_layers=race.request.draft_layers, policy=checked.policy, tree_shape=_tree_shape(checked),
         device=str(pair.target.device), dtype=str(pair.target.dtype).removeprefix("torch."),
         engine=pair.target.engine, verify_costs=pair.verify_costs,
-        verify_points=tuple((len(r.drafted) + 1, r.verify_seconds) for r in race.rounds[1:]))
+        verify_points=tuple((len(r.drafted) + 1, r.verify_seconds) for r in race.rounds[1:]), repeats=1 + len(earlier))
     if not race.finished:  # provisional: no verdict until the end
         return result
     runs = (*earlier, race)

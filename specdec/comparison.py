@@ -57,8 +57,9 @@ def run_comparison(pair: Pair, request: Request, warm_up: bool = True) -> Compar
     if request.sampling.greedy:
         stats = stats.compared_with(pair.divergence(ids, std_ids, spec_ids))
     pair.free()
-    lane = lambda ids, seconds: LaneResult(tuple(ids), pair.tokenizer.decode(ids, skip_special_tokens=True),  # noqa: E731
-                                           seconds)
+    def lane(ids: list[int], seconds: float) -> LaneResult:
+        return LaneResult(tuple(ids), pair.tokenizer.decode(ids, skip_special_tokens=True), seconds)
+
     return Comparison(lane(std_ids, sum(e.seconds for e in standard)),
                       lane(spec_ids, sum(r.seconds for r in rounds)), rounds, stats)
 

@@ -115,7 +115,8 @@ def make_plans(args, suite) -> list[Plan]:
     if args.setups:
         known = {plan.setup.name for plan in plans}
         if unknown := set(args.setups) - known:
-            raise SystemExit(f"--setups: no plan for {', '.join(sorted(unknown))}; this grid has {', '.join(sorted(known))}")
+            raise SystemExit(f"--setups: no plan for {', '.join(sorted(unknown))}; "
+                             f"this grid has {', '.join(sorted(known))}")
         plans = [plan for plan in plans if plan.setup.name in args.setups]
     return [dataclasses.replace(plan, **overrides) for plan in plans]
 
