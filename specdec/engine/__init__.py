@@ -10,7 +10,7 @@ from .pair import Pair, Request  # noqa: E402
 from .run_stats import RunStats, Verdict, summarize  # noqa: E402
 from .verdicts import Divergence  # noqa: E402
 
-__all__ = ["ACCEPTED", "BONUS", "CORRECTED", "DRAFTERS", "PLAIN", "CachedModel", "Draft", "Loaded", "ModelDrafter",
-           "Divergence", "Pair", "PromptLookupDrafter", "Request", "RoundEvent", "RunStats", "Sampling", "Speculation", "TokenEvent",
-           "TokenizerMismatch", "TreeRound", "TreeShape", "UnsupportedModel", "Verdict", "check_tokenizers",
-           "make_drafter", "speculative_decode", "standard_decode", "summarize"]
+__all__ = ["ACCEPTED", "BONUS", "CORRECTED", "DRAFTERS", "PLAIN", "CachedModel", "Divergence", "Draft", "Loaded",
+           "ModelDrafter", "Pair", "PromptLookupDrafter", "Request", "RoundEvent", "RunStats", "Sampling",
+           "Speculation", "TokenEvent", "TokenizerMismatch", "TreeRound", "TreeShape", "UnsupportedModel", "Verdict",
+           "check_tokenizers", "make_drafter", "speculative_decode", "standard_decode", "summarize"]
