@@ -86,11 +86,14 @@ def engine_of(result: dict) -> str:
 def engines_table(results: list[dict]) -> list[str]:
     """The same setup and prompts measured on both engines, side by side: the verify cost a tree or
     chain pays, and the best chain's and tree's speedup over standard decoding on that engine."""
-    runs = {(r["setup"], r["draft"] is None, engine_of(r)): r for r in results}
+    # A setup may run twice on one engine with other prompts (qwen.json, qwen-explain.json): the
+    # prompts are part of what pairs a fast run with its eager twin.
+    runs = {(r["setup"], r["draft"] is None, tuple(p["prompt"] for p in r["prompts"]), engine_of(r)): r
+            for r in results}
     lines = ["| setup | engine | step ms | chain n=4 / 8 / 16 | tree n=4 / 8 / 16 | prompt | best chain | best tree |",
              "|---|---|---:|---|---|---|---:|---:|"]
-    for (setup, lookup, engine), result in sorted(runs.items()):
-        if (setup, lookup, "fast" if engine == "eager" else "eager") not in runs:
+    for (setup, lookup, prompts, engine), result in sorted(runs.items()):
+        if (setup, lookup, prompts, "fast" if engine == "eager" else "eager") not in runs:
             continue
         costs = {row["nodes"]: row for row in result["verify_costs"]["rows"]}
         cost = lambda key: " / ".join(_f(costs[n][key]) if n in costs else "n/a" for n in (4, 8, 16))  # noqa: E731

@@ -62,3 +62,6 @@ def test_report_sets_the_engines_side_by_side(result):
     best_chain = max(r["speedup"] for r in result["prompts"][0]["rows"] if r["budget"] is None)
     assert all(f"| {best_chain:.2f}x |" in line for line in table)
     assert "## tiny, fast engine" in text and "## tiny, eager engine" in text
+    other = {**result, "prompts": [{**result["prompts"][0], "prompt": "p-2"}]}  # the setup on other prompts
+    table = report([fast, {**result, "engine": "eager"}, {**other, "engine": "fast"}, {**other, "engine": "eager"}])
+    assert table.split("\n## tiny,")[0].count("| tiny |") == 4  # both prompt sets, each on both engines
