@@ -73,6 +73,13 @@ class Calibration:
     def evidence(self) -> float:
         return sum(self.tested)
 
+    def cap(self, evidence: float) -> None:
+        """Keep every bin's acceptance, with at most `evidence` observations behind them all."""
+        if self.evidence > evidence:
+            scale = evidence / self.evidence
+            self.tested = [t * scale for t in self.tested]
+            self.kept = [k * scale for k in self.kept]
+
     def to_json(self) -> dict:
         return {"tested": self.tested, "kept": self.kept}
 

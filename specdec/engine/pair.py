@@ -112,7 +112,9 @@ class Pair:
                                     "token ids: use the cross-tokenizer drafter for this draft")
         drafter = make_drafter(request.drafter, self.drafter_options(request))
         spec = request.spec
-        policy = make_policy(spec.policy, spec.k, spec.k_max, self.cost_model(request))
+        costs = self.cost_model(request)
+        costs.start_request()  # what other text showed is a prior for this one, not a verdict
+        policy = make_policy(spec.policy, spec.k, spec.k_max, costs)
         rounds = speculative_decode(self._speculative_lane, drafter, ids, spec, request.sampling,
                                     request.max_new_tokens, self.eos_ids, policy)
         return self._saving_costs(rounds) if spec.policy == "cost" else rounds

@@ -10,10 +10,17 @@ each round the (source, k) with the most expected tokens per second:
 k = 0 is a plain decode step, E(0) / T(0) = 1 / (v(1) + o), and wins whenever no k beats it.
 Position-wise alpha_j follows a draft whose agreement falls with depth; the table v(n) follows a
 device on which verifying 5 tokens can cost less than verifying 3. To never lose to plain decoding
-it bets only on evidence: alpha_j is shrunk towards a prior and taken one standard error low, k
-grows at most 2 beyond the widest pass it has measured, and out of drafting it probes with k = 1
-at a backing-off rate. Exactness does not depend on any of this: k is chosen from past rounds only,
-and every round is verified by the same rule.
+it bets only on evidence: alpha_j is shrunk towards a prior and taken one standard error low, and
+a pass may be at most 2 wider than the widest measured. Out of drafting it probes, at a backing-off
+rate, while hope (each alpha_j one standard error high) says a draft could pay.
+
+Evidence is of this text. Acceptance depends on the text, so a new request keeps what others
+taught as a prior of at most CARRIED_EVIDENCE observations, and evidence ages in rounds that did
+not test it: positions past where the drafts stop, and every source during plain decoding. Neither
+a deep position that once failed nor a run of plain decoding is then a state the policy cannot
+leave (what prose teaches would otherwise hold a summary that follows it to short drafts or none).
+Exactness does not depend on any of this: k is chosen from past rounds only, and every round is
+verified by the same rule.
 """
 from __future__ import annotations
 
@@ -27,6 +34,9 @@ from .sources import Source
 from .events import RoundEvent
 
 CATCH_UP_LIMIT = 8  # committed tokens a draft may read first and still count as a steady round
+# Observations of a source's acceptance a new request starts from (CostModel.start_request): enough to
+# draft on at once, few enough that the new text's own rounds outweigh them within a handful of rounds.
+CARRIED_EVIDENCE = 8.0
 
 POLICIES = {
     "fixed": "draft k tokens every round",
@@ -93,6 +103,15 @@ class Decayed:
     def mean(self) -> float | None:
         return self.total / self.weight if self.weight > 1e-9 else None
 
+    def age(self) -> None:
+        """One round passes without an observation: what is known fades as if one had been added."""
+        self.total, self.weight = self.total * self.decay, self.weight * self.decay
+
+    def cap(self, weight: float) -> None:
+        """Keep the mean, with at most `weight` observations behind it."""
+        if self.weight > weight:
+            self.total, self.weight = self.total * weight / self.weight, weight
+
     def to_json(self) -> list[float]:
         return [self.weight, self.total]
 
@@ -135,12 +154,19 @@ class SourceCosts:
 
     def cautious_alpha(self, position: int, prior: tuple[float, float], z: float) -> float | None:
         """The prior-shrunk alpha less z standard errors: speculation is bet on only once the
-        evidence says it pays, so a few lucky rounds cannot make the policy lose to plain decoding."""
+        evidence says it pays, so a few lucky rounds cannot make the policy lose to plain decoding.
+        A negative z is hope instead: what the evidence cannot yet rule out (a probe's bet)."""
         alpha = self.alpha(position, prior)
         if alpha is None:
             return None
         n = self.kept[position - 1].weight + prior[1]
-        return max(0.0, alpha - z * math.sqrt(alpha * (1 - alpha) / n))
+        return min(1.0, max(0.0, alpha - z * math.sqrt(alpha * (1 - alpha) / n)))
+
+    def age(self) -> None:
+        """A round in which this source was not tested: its acceptance evidence fades (Decayed.age),
+        so the longer it sits out, the wider what it might be, and the likelier a probe."""
+        for kept in self.kept:
+            kept.age()
 
     def to_json(self) -> dict:
         return {"draft": self.draft.to_json(), "kept": [k.to_json() for k in self.kept],
@@ -160,10 +186,27 @@ class SourceCosts:
         if pass_seconds is not None:
             self.draft.add(pass_seconds)
         # Position i was tested when every position before it was kept: i = 1..accepted + 1.
-        for i in range(1, min(drafted, accepted + 1) + 1):
+        tested = min(drafted, accepted + 1)
+        for i in range(1, tested + 1):
             while len(self.kept) < i:
                 self.kept.append(Decayed(self.decay))
             self.kept[i - 1].add(1.0 if i <= accepted else 0.0)
+        # Deeper positions age with the rounds even untested. A draft stopped at depth j because
+        # position j + 1 once did badly (on other text, say) would otherwise never test it again and
+        # never learn it now pays; aged, its estimate slides towards the position above it
+        # (expected_tokens_upto shrinks each alpha_j towards alpha_{j-1}) and gets retried.
+        if drafted:
+            for kept in self.kept[tested:]:
+                kept.age()
+
+    def start_request(self, evidence: float) -> None:
+        """A new request is new text: keep each estimate, with at most `evidence` observations
+        behind it, so this text's rounds outweigh another's within a few rounds (the decay alone
+        would take ~1 / (1 - decay) of them, and the calibration's ~33)."""
+        for kept in self.kept:
+            kept.cap(evidence)
+        self.width.cap(evidence)
+        self.calibration.cap(evidence)
 
 
 class CostModel:
@@ -182,6 +225,12 @@ class CostModel:
 
     def source(self, name: str) -> SourceCosts:
         return self.sources.setdefault(str(name), SourceCosts(self.decay))  # plain str keys: they go to JSON
+
+    def start_request(self, evidence: float = CARRIED_EVIDENCE) -> None:
+        """Carry acceptance into a new request as a prior, not as a verdict (SourceCosts.start_request).
+        Draft costs, pass times and the overhead belong to the device and carry over whole."""
+        for costs in self.sources.values():
+            costs.start_request(evidence)
 
     def sharing_passes(self) -> "CostModel":
         """A cost model for another setup of the same pair: its own sources' evidence, this one's
@@ -222,6 +271,9 @@ class CostModel:
             costs.calibration.observe(round.confidences, round.accepted)
         if round.drafted:
             costs.width.add(len(round.drafted) + 1)
+        if round.k == 0:  # a plain round: time passes for every source's evidence
+            for other in self.sources.values():
+                other.age()
         if prefill:
             return
         self.overhead.add(round.policy_seconds)
@@ -254,17 +306,17 @@ class CostModel:
     def expected_tokens(self, source: str, k: int) -> float:
         return self.expected_tokens_upto(source, k)[k]
 
-    def expected_tokens_upto(self, source: str, k_max: int, cautious: bool = True) -> list[float]:
+    def expected_tokens_upto(self, source: str, k_max: int, z: float | None = None) -> list[float]:
         """[E(0), ..., E(k_max)], E(k) = 1 + sum_{i<=k} prod_{j<=i} alpha_j, in one pass.
 
         Each alpha_j is shrunk towards the position before it (towards prior_alpha for the first):
         deep positions are tested least, and a draft that agrees at position 1 mostly agrees
         further on, so thin evidence there borrows from the better-measured position above it.
-        Cautious: each alpha_j is then taken one standard error low (see cautious_alpha). An
-        untested position takes the one above's."""
+        Each alpha_j is then taken z standard errors low (see cautious_alpha; z defaults to the
+        model's caution, and a negative z hopes instead). An untested position takes the one above's."""
         costs, out, survive = self.source(source), [1.0], 1.0
         prior, used = self.prior_alpha, self.prior_alpha
-        z = self.caution if cautious else 0.0
+        z = self.caution if z is None else z
         for i in range(1, k_max + 1):
             if i <= len(costs.kept):
                 used = costs.cautious_alpha(i, (prior, self.prior_weight), z)
@@ -340,7 +392,7 @@ class CostPolicy:
         # 2. The best draft the cautious evidence allows, against a plain step's rate.
         reach = self.trust_region(sources)
         plain_round = plain + (self.costs.overhead.mean or 0.0)  # plain decoding: 1 token per plain_round
-        source, k, gain = self.best(sources, reach, plain_round, cautious=True)
+        source, k, gain = self.best(sources, reach, plain_round, z=self.costs.caution)
         if gain <= 1.0:
             return self.plain_or_probe(sources, reach, plain_round, source, k, gain)
         # 3. Draft: with a stop rule where the source's confidence is calibrated, k becomes a cap.
@@ -354,12 +406,14 @@ class CostPolicy:
 
     def plain_or_probe(self, sources: Sequence[str], reach: int, plain_round: float, source: str, k: int,
                        gain: float) -> Choice:
-        """A plain step, or now and then a probe that bets on the evidence at face value (no
-        caution), so a pair whose acceptance is high but thinly measured gets the rounds that prove it."""
-        hope_source, hope_k, hope = self.best(sources, reach, plain_round, cautious=False)
+        """A plain step, or now and then a probe that bets on hope: each alpha taken one standard
+        error high, so a pair whose acceptance is high but thinly measured gets the rounds that prove
+        it. Evidence ages through plain rounds (CostModel.observe), so what was learnt on other text
+        widens until it allows a probe: plain decoding is never a state the policy cannot leave."""
+        hope_source, hope_k, hope = self.best(sources, reach, plain_round, z=-self.costs.caution)
         if hope <= 1.0 + self.NOISE:
             self.plain_streak = 0
-            return Choice(0, source, 1.0, f"plain decoding: even at face value the best draft ({hope_source}, "
+            return Choice(0, source, 1.0, f"plain decoding: even hoping, the best draft ({hope_source}, "
                                           f"k={hope_k}) would be {hope:.2f}x, within noise of plain")
         self.plain_streak += 1
         start_gap = self.probe_every * min(8.0, max(1.0, 0.2 / (hope - 1.0)))
@@ -367,8 +421,12 @@ class CostPolicy:
             return Choice(0, source, 1.0, f"plain decoding: the best draft ({source}, k={k}) would be {gain:.2f}x")
         self.plain_streak, self.gap = 0, min(2 * self.gap, self.max_gap)
         self.probing = True
-        return Choice(hope_k, hope_source, hope, f"probing {hope_source} with k={hope_k}: expected {hope:.2f}x "
-                                                 "on the evidence so far, unproven")
+        # Hope picks whether to probe; the evidence at face value picks the draft. Hope compounds
+        # with depth (every position one standard error high), so it would probe at k_max, and a
+        # probe wrong at position 1 would waste the whole deep draft.
+        probe_source, probe_k, _ = self.best(sources, reach, plain_round, z=0.0)
+        return Choice(probe_k, probe_source, hope, f"probing {probe_source} with k={probe_k}: up to {hope:.2f}x "
+                                                   "on the evidence so far, unproven")
 
     def trust_region(self, sources: Sequence[str]) -> int:
         """The widest target pass a choice may ask for: at most 2 beyond the widest timed (a seeded
@@ -394,12 +452,12 @@ class CostPolicy:
         return StopRule(lambda c: costs.calibration.acceptance(c, prior), tuple(alphas) or (prior,),
                         costs.draft.mean or 0.0, self.costs.pass_seconds, self.costs.overhead.mean or 0.0)
 
-    def best(self, sources: Sequence[str], reach: int, plain_round: float, cautious: bool) -> tuple[str, int, float]:
+    def best(self, sources: Sequence[str], reach: int, plain_round: float, z: float) -> tuple[str, int, float]:
         """The (source, k in 1..k_max) with the most expected tokens per second among those whose
         target pass is at most reach wide and whose depth is within the source's reach, and its
         gain over plain decoding."""
         # A tree of n nodes is at most n deep: deeper k would price tokens it cannot yield.
-        rates = {(s, k): rate for s in sources for k, rate in enumerate(self.rates(s, cautious, self.deepest(s)))
+        rates = {(s, k): rate for s in sources for k, rate in enumerate(self.rates(s, z, self.deepest(s)))
                  if 0 < k and verify_width(s, k) <= reach}
         source, k = max(rates, key=lambda sk: (rates[sk], -sk[1]))
         return source, k, rates[source, k] * plain_round
@@ -408,12 +466,12 @@ class CostPolicy:
         """The deepest k a choice may take from source: k_max, a tree's budget, a chain's reach."""
         return min(self.k_max, tree_budget(source) or self.depth_reach(source))
 
-    def rates(self, source: str, cautious: bool = True, k_max: int | None = None) -> list[float]:
+    def rates(self, source: str, z: float | None = None, k_max: int | None = None) -> list[float]:
         """Expected tokens per second of drafting k = 0..k_max (the policy's, unless given) from
         source: E(k) / T(k), with T(k) = k c + v(k + 1) + the per-round overhead every round pays,
         plain ones included."""
         draft, overhead = self.costs.source(source).draft.mean, self.costs.overhead.mean or 0.0
-        expected = self.costs.expected_tokens_upto(source, self.k_max if k_max is None else k_max, cautious)
+        expected = self.costs.expected_tokens_upto(source, self.k_max if k_max is None else k_max, z)
         passes = self.costs.pass_seconds_many([self.width(source, k) for k in range(len(expected))])
         return [e / (k * draft + v + overhead) for k, (e, v) in enumerate(zip(expected, passes))]
 
