@@ -106,9 +106,13 @@ UNSERVED = {
 
 
 def _top_source(stats: RunStats) -> str | None:
-    """The drafter of the source that drafted most of the run's rounds ('draft-tree' for 'draft-tree:16')."""
-    sources = stats.sources
-    return Source(max(sources, key=sources.get)).drafter if sources else None
+    """The drafter whose sources drafted most of the run's rounds ('draft-tree' for 'draft-tree:16'; a
+    drafter's tree sizes count together: token recycling's rounds spread over 16, 8, 4 and 2 nodes)."""
+    rounds: dict[str, int] = {}
+    for source, count in stats.sources.items():
+        drafter = Source(source).drafter
+        rounds[drafter] = rounds.get(drafter, 0) + count
+    return max(rounds, key=rounds.get) if rounds else None
 
 
 def _method(stats: RunStats, drafter: str, draft_model: str | None) -> str | None:

@@ -30,6 +30,9 @@ def test_a_mixed_run_led_by_a_source_servers_lack_gets_no_flags():
     all), and the advice names what to serve instead; led by a draft-tree, the draft model's chain."""
     recycled = served(4, {"recycling:16": 9, "prompt-lookup": 2}, "mixed", None)
     assert recycled["vllm"] is None and "recycled" in recycled["advice"]
+    # A drafter's tree sizes count together: recycling's 9 rounds over three sizes lead the draft model's 5.
+    spread = served(4, {"recycling:16": 3, "recycling:4": 3, "recycling:2": 3, "draft-model": 5}, "mixed", "d")
+    assert spread["vllm"] is None and "recycled" in spread["advice"]
     tree = served(4, {"draft-tree:8": 9}, "mixed", "d")
     assert tree["vllm"]["speculative_config"]["method"] == "draft_model"
     lookup = served(3, {"lookup-tree:16": 5}, "mixed", None)

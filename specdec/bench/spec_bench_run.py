@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..engine.config import Sampling, Speculation
+from ..engine.drafters import AdjacencyTable
 from ..engine.pair import Pair, Request
 from ..engine.timing import Clock
 from . import spec_bench
@@ -23,13 +24,18 @@ class Method:
     drafter: str = ""  # grid.AUTO: Pair.auto's setup, as everywhere else; "" for transformers' peer
     policy: str = "fixed"
     peer: bool = False  # transformers' assisted generation with its real defaults
+    cold: bool = False  # token recycling from an empty table each turn, not the lane's session's
 
 
 def methods(has_draft: bool, k: int) -> list[Method]:
     """Ours at k (fixed) for each drafter family the pair can run, auto, and transformers' assisted
-    generation with its real defaults when there is a draft model."""
+    generation with its real defaults when there is a draft model. Token recycling three ways: its
+    configured tree at k; the cost policy choosing among its tree sizes; and the latter from an empty
+    table each turn, against the session's warm one."""
+    recycling = Method("token recycling (cost policy)", "recycling", "cost")
     mine = [Method(f"prompt lookup (k={k})", "prompt-lookup"), Method(f"lookup-tree (k={k})", "lookup-tree"),
-            Method(f"token recycling (k={k})", "recycling")]
+            Method(f"token recycling (k={k})", "recycling"), recycling,
+            replace(recycling, label="token recycling (cost policy, cold table)", cold=True)]
     if has_draft:
         mine += [Method(f"draft model (k={k})", "draft-model"), Method("hybrid (cost policy)", "hybrid", "cost"),
                  Method(f"draft-tree (k={k})", "draft-tree")]
@@ -43,8 +49,10 @@ def request_for(method: Method, pair: Pair, base: Request) -> Request:
     return replace(base, drafter=method.drafter, spec=replace(base.spec, policy=method.policy))
 
 
-def timed_turn(pair: Pair, method: Method | None, request: Request) -> tuple[dict, list[int]]:
-    """One lane over one turn: new tokens, wall seconds, tokens per target pass; and the tokens."""
+def timed_turn(pair: Pair, method: Method | None, request: Request, table: AdjacencyTable | None = None
+               ) -> tuple[dict, list[int]]:
+    """One lane over one turn: new tokens, wall seconds, tokens per target pass; and the tokens. A
+    speculative lane drafts token recycling from `table`, its own (None: an empty one, a cold start)."""
     clock, ids = Clock(pair.target.device), pair.prompt_ids(request)
     if method is not None and method.peer:
         return _peer_turn(pair, request, ids, clock)
@@ -52,7 +60,8 @@ def timed_turn(pair: Pair, method: Method | None, request: Request) -> tuple[dic
     if method is None:
         tokens, passes = [e.token for e in pair.standard(request, ids)], None
     else:
-        rounds = list(pair.speculative(request_for(method, pair, request), ids))
+        with pair.recycling_from(table, "cold" if method.cold else ""):
+            rounds = list(pair.speculative(request_for(method, pair, request), ids))
         tokens, passes = [t for r in rounds for t in r.tokens], [len(r.tokens) for r in rounds]
     seconds = clock.now() - start
     return {"new_tokens": len(tokens), "seconds": seconds, "accept_lengths": passes}, tokens
@@ -78,8 +87,14 @@ def _peer_turn(pair: Pair, request: Request, ids: list[int], clock: Clock) -> tu
     return {"new_tokens": len(tokens), "seconds": seconds, "accept_lengths": [len(tokens) / max(passes, 1)]}, tokens
 
 
-def answer_question(pair: Pair, question: spec_bench.Question, lanes: list[Method], base: Request) -> list[dict]:
-    """Every lane answers each turn; the history each next turn is asked after is the standard lane's."""
+def answer_question(pair: Pair, question: spec_bench.Question, lanes: list[Method], base: Request,
+                    tables: dict[str, AdjacencyTable] | None = None) -> list[dict]:
+    """Every lane answers each turn; the history each next turn is asked after is the standard lane's.
+
+    Each lane drafts token recycling from a table of its own (tables, by label, kept across the
+    questions of a run: its session), never from one a lane before it filled with this very turn's
+    answer; a cold lane from an empty one each turn."""
+    tables = {} if tables is None else tables
     answers: dict[str, list[dict]] = {spec_bench.BASELINE: [], **{m.label: [] for m in lanes}}
     history: tuple[tuple[str, str], ...] = ()
     identical: dict[str, bool] = {}
@@ -88,7 +103,9 @@ def answer_question(pair: Pair, question: spec_bench.Question, lanes: list[Metho
         run, standard = timed_turn(pair, None, request)
         answers[spec_bench.BASELINE].append(run)
         for method in lanes:
-            run, tokens = timed_turn(pair, method, request)
+            if not method.cold and method.label not in tables:
+                tables[method.label] = pair.new_recycling_table()
+            run, tokens = timed_turn(pair, method, request, None if method.cold else tables[method.label])
             answers[method.label].append(run)
             identical.setdefault(method.label, True)
             identical[method.label] &= tokens == standard or not request.sampling.greedy
@@ -108,10 +125,10 @@ def run(args, pair: Pair, log) -> dict:
     for method in lanes:  # one-time costs (kernels, the verify-cost table) off the clock
         if not method.peer:
             pair.warm_up(request_for(method, pair, replace(base, prompt=questions[0].turns[0])))
-    answers = []
+    answers, tables = [], {}  # each lane's recycling table, warming over the run (answer_question)
     for number, question in enumerate(questions, 1):
         log(f"[{number}/{len(questions)}] {question.id} ({question.category}, {len(question.turns)} turns)")
-        answers += answer_question(pair, question, lanes, base)
+        answers += answer_question(pair, question, lanes, base, tables)
     return {"meta": meta(args, pair, questions, sampling), "answers": answers}
 
 

@@ -3,6 +3,7 @@ CLI, the app and the benchmarks share."""
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
@@ -75,6 +76,7 @@ class Pair:
         # Token recycling's table of the target's next-token candidates: the pair's, so it warms up
         # over every request (drafters/recycling.py); made on first use.
         self._recycling_table: AdjacencyTable | None = None
+        self._evidence = ""  # a name for the cost evidence of requests on a table of their own (recycling_from)
 
     def auto(self, request: Request) -> Request:
         """The best setup this pair has: the cost policy with every source the pair has (the mixed
@@ -134,8 +136,24 @@ class Pair:
 
     def recycling_table(self) -> AdjacencyTable:
         if self._recycling_table is None:
-            self._recycling_table = AdjacencyTable(self.vocab_size, self._speculative_lane.device)
+            self._recycling_table = self.new_recycling_table()
         return self._recycling_table
+
+    def new_recycling_table(self) -> AdjacencyTable:
+        return AdjacencyTable(self.vocab_size, self._speculative_lane.device)
+
+    @contextmanager
+    def recycling_from(self, table: AdjacencyTable | None = None, evidence: str = "") -> Iterator[AdjacencyTable]:
+        """Requests inside draft token recycling from `table` (None: a new, empty one) instead of the
+        pair's own, which is put back after, untouched: a bench lane's own session, or a cold start
+        measured beside a warm one. With `evidence`, the cost policy keeps what these requests show
+        under that name, apart from the pair's (a cold table is accepted less than a warm one)."""
+        kept = self._recycling_table, self._evidence
+        self._recycling_table, self._evidence = table or self.new_recycling_table(), evidence
+        try:
+            yield self._recycling_table
+        finally:
+            self._recycling_table, self._evidence = kept
 
     def setup_key(self, request: Request) -> str:
         """Everything that changes what a drafter's sources draft, and how often it is accepted: the
@@ -149,6 +167,8 @@ class Pair:
         if request.drafter in NEEDS_DRAFT or request.drafter == "mixed":
             draft = self.draft
             parts.append(f"draft={draft.name}:{draft.quantize or draft.dtype}:{draft.engine}" if draft else "draft=none")
+        if self._evidence and request.drafter in ("recycling", "mixed"):
+            parts.append(f"table={self._evidence}")
         return "|".join(parts)
 
     def cost_model(self, request: Request) -> CostModel:

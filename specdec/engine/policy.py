@@ -356,9 +356,9 @@ class CostPolicy:
     (MIN_CALIBRATION tested positions), its rounds draft up to the reach and stop at the first
     token after which one more would not pay (confidence.StopRule); k is then a cap.
 
-    Probes. A probe costs a draft and a wider pass. None is made while even the evidence at face
-    value (no caution) promises no more than NOISE over plain decoding: such a probe cannot win
-    drafting back. Otherwise the gap between probes starts at probe_every rounds when the hope is
+    Probes. A probe costs a draft and a wider pass. None is made while even hope (each alpha one
+    standard error high) promises no more than NOISE over plain decoding: such a probe cannot win
+    drafting back; plain rounds age the evidence, so hope widens until one is made (plain_or_probe). Otherwise the gap between probes starts at probe_every rounds when the hope is
     large and up to 8 times longer when it is close to NOISE, and each probe that does not win
     drafting back doubles it, up to max_gap; a fully accepted probe is followed by another at once."""
 
@@ -445,7 +445,9 @@ class CostPolicy:
     def stop_rule(self, source: str) -> StopRule | None:
         """The source's marginal-rate stop rule, once its acceptance by confidence is measured."""
         costs = self.costs.source(source)
-        if tree_budget(source) is not None or costs.calibration.evidence < self.MIN_CALIBRATION:
+        # (A tolerance: a request starts with its calibration capped at CARRIED_EVIDENCE, which may
+        # equal MIN_CALIBRATION and lose the last bit to rounding.)
+        if tree_budget(source) is not None or costs.calibration.evidence < self.MIN_CALIBRATION - 1e-6:
             return None
         prior = costs.alpha(1, (self.costs.prior_alpha, self.costs.prior_weight)) or self.costs.prior_alpha
         alphas = [costs.alpha(i, (prior, self.costs.prior_weight)) or prior for i in range(1, costs.tested_depth + 1)]

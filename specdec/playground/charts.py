@@ -310,14 +310,16 @@ def _node_hover(i: int, tree: dict, path: set) -> str:
     else:
         fate = "untried (below a node the target rejected)"
     reach = tree.get("reach")
-    chance = "no draft probabilities (prompt lookup)" if reach is None else f"draft reach {reach[i]:.3g}"
+    from_where = tree.get("origin", "prompt lookup").split(":")[0]  # "table" or "context": no probabilities
+    chance = f"no draft probabilities (from the {from_where})" if reach is None else f"draft reach {reach[i]:.3g}"
     return f"<b>{html.escape(repr(tree['text'][i]))}</b> (id {tree['tokens'][i]})<br>{chance}<br>{fate}"
 
 
 def _tree_layout(fig: go.Figure, tree: dict, max_depth: int, rows: int) -> None:
     path, fate = tree["path"], tree.get("target_fate")
     end = f"the target's {fate} token" if fate else "the run ended inside the round"
-    title = (f"Round {tree['round']}: {len(tree['tokens'])} nodes, {len(path)} accepted along the path, "
+    source = f" · from the {tree['origin'].split(':')[0]}" if tree.get("origin") else ""
+    title = (f"Round {tree['round']}{source}: {len(tree['tokens'])} nodes, {len(path)} accepted along the path, "
              f"then {end}")
     fig.update_layout(**LAYOUT)
     # The title can be long: the legend goes on its own line below it.

@@ -1,8 +1,21 @@
-"""A tree round as plain JSON, for the API and the tree chart: each node's token, its text, its
-parent, the accepted path, the draft's reach, and the target's own token after the path."""
+"""A tree round as plain JSON, for the API and the tree chart: where its branches came from (table,
+context or draft model), each node's token, its text, its parent, the accepted path, the draft's
+reach, and the target's own token after the path."""
 from __future__ import annotations
 
 from ..engine.events import RoundEvent
+from ..engine.sources import Source
+
+# Where a tree's branches come from, by the drafter that grew it: what the tree view says of a round.
+ORIGINS = {"recycling": "table: the target's earlier next-token guesses (token recycling)",
+           "lookup-tree": "context: earlier occurrences of the last tokens (prompt lookup)",
+           "draft-tree": "draft model"}
+
+
+def origin(source: str) -> str:
+    """Where the branches of a tree drafted by `source` ("recycling:16") came from."""
+    drafter = Source(source).drafter if source else ""
+    return ORIGINS.get(drafter, drafter or "unknown")
 
 
 def node_texts(tokenizer, root: int, tokens: list[int], parents: list[int]) -> list[str]:
@@ -42,6 +55,8 @@ def tree_json(event: RoundEvent, tokenizer, root: int) -> dict:
     target = event.tokens[n_path] if kept else None
     return {
         "round": event.round,
+        "source": event.source,
+        "origin": origin(event.source),
         "tokens": list(tree.tokens),
         "text": node_texts(tokenizer, root, list(tree.tokens), list(tree.parents)),
         "parents": list(tree.parents),

@@ -76,8 +76,12 @@ def test_two_turn_conversations_are_answered_identically_by_every_greedy_lane():
     question = spec_bench.Question("c1", "coding", ("w5 w9 w14 w5 w9", "w22 w31 w5"))
     base = Request("", 24, Sampling(), Speculation(k=4), raw=True)
     lanes = [m for m in spec_bench_run.methods(True, 4) if not m.peer]
-    answers = spec_bench_run.answer_question(pair, question, lanes, base)
+    tables = {}
+    answers = spec_bench_run.answer_question(pair, question, lanes, base, tables)
     assert {a["method"] for a in answers} == {"standard", *(m.label for m in lanes)}
+    # Each lane drafted recycling from its own table, never from one an earlier lane filled this turn.
+    assert set(tables) == {m.label for m in lanes if not m.cold} and tables["token recycling (k=4)"].filled > 0
+    assert pair.recycling_table().filled == 0 and any(m.cold for m in lanes)
     assert all(a["identical"] and len(a["turns"]) == 2 for a in answers)
     second = Request("w22 w31 w5", 24, raw=True, history=(("w5 w9 w14 w5 w9", "earlier answer"),))
     assert pair.prompt_ids(second)[: len(pair.prompt_ids(Request("w5 w9 w14 w5 w9", 24, raw=True)))] == \

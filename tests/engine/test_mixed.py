@@ -7,6 +7,7 @@ from chi_square import chi_square, critical, joint
 from helpers import perturbed, tiny_model
 from specdec.engine.config import Sampling, Speculation, TreeShape
 from specdec.engine.decoding import speculative_decode, standard_decode
+from specdec.engine.sources import Source
 from specdec.engine.drafters import MixedDrafter, make_drafter
 from specdec.engine.kvcache import CachedModel
 from specdec.engine.policy import Choice
@@ -21,7 +22,7 @@ class Cycling:
 
     name = "cycling"
 
-    def __init__(self, ks=(4, 2, 0, 3, 1, 2)):  # 6 ks against 5 sources: every pairing comes up
+    def __init__(self, ks=(4, 2, 0, 3, 1, 2)):  # 6 ks against 7 sources: every pairing comes up
         self.round, self.ks = 0, ks
 
     def choose(self, sources):
@@ -40,11 +41,12 @@ def test_mixed_offers_lookups_only_where_the_context_repeats(llama):
     lane = CachedModel(llama)
     drafter = mixed(llama, perturbed(llama, 0.02), lane)
     assert isinstance(drafter, MixedDrafter)
-    assert drafter.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8", "recycling:8", "draft-model", "draft-tree:8")
-    assert drafter.sources([5, 9, 14, 22]) == ("recycling:8", "draft-model", "draft-tree:8")
+    recycling = ("recycling:8", "recycling:4", "recycling:2")  # its smaller trees too: no draft model to pay
+    assert drafter.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8", *recycling, "draft-model", "draft-tree:8")
+    assert drafter.sources([5, 9, 14, 22]) == (*recycling, "draft-model", "draft-tree:8")
     alone = make_drafter("mixed", None, llama.vocab_size, target=lane, tree=TreeShape(8, 2))
-    assert alone.sources([5, 9, 14, 22]) == ("recycling:8",)
-    assert alone.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8", "recycling:8")
+    assert alone.sources([5, 9, 14, 22]) == recycling
+    assert alone.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8", *recycling)
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
@@ -56,8 +58,9 @@ def test_greedy_stays_exact_when_the_source_changes_every_round(arch):
     rounds = list(speculative_decode(lane, mixed(target, draft, lane), PROMPT, Speculation(k=4), Sampling(), 48,
                                      policy=Cycling()))
     assert [t for r in rounds for t in r.tokens] == expected
-    assert {r.source for r in rounds} >= {"prompt-lookup", "lookup-tree:8", "recycling:8", "draft-model",
-                                          "draft-tree:8"}
+    used = {r.source for r in rounds if r.source}
+    assert {Source(s).drafter for s in used} == {"prompt-lookup", "lookup-tree", "recycling", "draft-model", "draft-tree"}
+    assert len({s for s in used if s.startswith("recycling")}) >= 2  # more than one of its tree sizes
 
 
 def test_sampling_stays_exact_when_the_source_changes_every_round():

@@ -27,18 +27,51 @@ def test_the_table_keeps_the_top_candidates_after_each_token_read():
     assert table.rows[4].tolist() == [9, 8, 0]
 
 
-def test_the_tree_grows_breadth_first_from_the_last_token_within_budget_and_depth():
+def test_each_pass_scores_the_rows_it_overwrites_by_rank():
+    """Before a row is refreshed, its rank-r candidate is checked against the target's new argmax:
+    that is how often following rank r would have been accepted greedily."""
+    table = AdjacencyTable(10, width=3)
+    first = torch.zeros(2, 10)
+    first[0, [1, 2, 3]] = torch.tensor([9.0, 8, 7])  # after 4: 1, 2, 3
+    first[1, [5, 6, 7]] = torch.tensor([9.0, 8, 7])  # after 6: 5, 6, 7
+    table.update([4, 6], first)
+    assert table.hits.rows == 0  # nothing was in the rows to score
+    second = torch.zeros(3, 10)
+    second[0, 2] = second[1, 7] = second[2, 0] = 9.0  # the target now says: 4 -> 2, 6 -> 7, 0 -> 0
+    table.update([4, 6, 0], second)
+    # Two filled rows scored (row 0 was empty): ranks 1 and 2 were each right once (4 -> 2, 6 -> 7).
+    assert table.hits.rows == pytest.approx(2.0) and table.hits.hits == pytest.approx([0.0, 1.0, 1.0])
+
+
+def ring_table(rates) -> AdjacencyTable:
     table = AdjacencyTable(10, width=3)
     for token in range(10):
         table.rows[token] = torch.tensor([(token + 1) % 10, (token + 2) % 10, (token + 3) % 10])
-    drafter = RecyclingDrafter(table, TreeShape(budget=6, branching=2))
-    tokens, parents = drafter.grow(root=0, depth=3, budget=6)
-    assert tokens == [1, 2, 2, 3, 3, 4] and parents == [-1, -1, 0, 0, 1, 1]
-    assert drafter.grow(root=0, depth=1, budget=6) == ([1, 2], [-1, -1])
+    table.hits.hits, table.hits.rows = [r * 1e6 for r in rates], 1e6  # rates measured on many rows
+    return table
+
+
+def test_the_tree_keeps_the_nodes_of_highest_path_score_within_budget_and_depth():
+    """First candidates that hit often: a deep chain along them. Candidates alike: a wide bushy tree."""
+    chain = RecyclingDrafter(ring_table([0.9, 0.05, 0.01]), TreeShape(budget=4, branching=2))
+    assert chain.grow(root=0, depth=8, budget=4) == ([1, 2, 3, 4], [-1, 0, 1, 2])
+    assert chain.grow(root=0, depth=2, budget=4) == ([1, 2, 2, 3], [-1, 0, -1, 0])  # depth caps the chain
+    bushy = RecyclingDrafter(ring_table([0.4, 0.4, 0.01]), TreeShape(budget=6, branching=2))
+    tokens, parents = bushy.grow(root=0, depth=3, budget=6)
+    assert tokens == [1, 2, 2, 3, 3, 4] and parents == [-1, -1, 0, 0, 1, 1]  # level by level
+    assert bushy.grow(root=0, depth=1, budget=6) == ([1, 2], [-1, -1])
+    for drafter in (chain, bushy):  # parents always come first
+        tokens, parents = drafter.grow(root=0, depth=5, budget=6)
+        assert all(p < i for i, p in enumerate(parents))
+
+
+def test_recycling_offers_its_smaller_trees_and_drafts_the_one_asked_for():
+    drafter = RecyclingDrafter(ring_table([0.4, 0.4, 0.01]), TreeShape(budget=16, branching=2))
+    assert drafter.sources([5, 0]) == ("recycling:16", "recycling:8", "recycling:4", "recycling:2")
     draft = drafter.propose([5, 0], 3, Sampling(), None, "recycling:4")
     assert draft.tree is not None and len(draft.tokens) == 4  # a smaller budget from the policy
     with pytest.raises(ValueError, match="branching must be at most 3"):
-        RecyclingDrafter(table, TreeShape(8, 4))
+        RecyclingDrafter(drafter.table, TreeShape(8, 4))
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
@@ -69,6 +102,24 @@ def test_a_warm_table_changes_speed_not_output():
     warm = list(pair.speculative(request))
     assert [t for r in cold for t in r.tokens] == [t for r in warm for t in r.tokens] == standard
     assert sum(r.accepted for r in warm) > sum(r.accepted for r in cold)
+
+
+def test_a_table_of_its_own_leaves_the_pairs_untouched():
+    """Pair.recycling_from, what the bench's lanes use (each its own session, a cold lane an empty
+    table): inside, that table and, named, cost evidence of its own; after, the pair's table as it was."""
+    pair = Pair(loaded(tiny_model("llama", seed=11), word_tokenizer(96)))
+    request = Request("w5 w9 w14 w22 w31", 48, raw=True, drafter="recycling", spec=Speculation(k=4, policy="cost"))
+    warm_tokens = [t for r in pair.speculative(request) for t in r.tokens]
+    warm = pair.recycling_table()
+    filled, rows = warm.filled, warm.rows.clone()
+    with pair.recycling_from(evidence="cold") as cold:
+        assert pair.recycling_table() is cold and cold is not warm and cold.filled == 0
+        assert pair.setup_key(request).endswith("|table=cold")
+        cold_tokens = [t for r in pair.speculative(request) for t in r.tokens]
+    assert cold.filled > 0 and pair.recycling_table() is warm
+    assert warm.filled == filled and torch.equal(warm.rows, rows)
+    assert len(pair.costs) == 2 and not pair.setup_key(request).endswith("cold")  # its evidence kept apart
+    assert cold_tokens == warm_tokens
 
 
 @pytest.mark.parametrize("sampling", [Sampling(temperature=1.0), Sampling(temperature=0.8, top_k=5, top_p=0.9)])

@@ -82,6 +82,7 @@ def test_lookup_tree_run_returns_its_trees(lookup_run, folders):
     assert stats["tree_shape"] == {"budget": 16, "branching": 4} and stats["tree"]["rounds"] > 0
     check_trees(stats)
     assert all(t["reach"] is None and len(t["tokens"]) <= 16 for t in stats["trees"])  # lookup: no probabilities
+    assert all(t["source"] == "lookup-tree:16" and t["origin"].startswith("context") for t in stats["trees"])
     assert "lookup-tree · up to 16 nodes · depth k=3" in lookup_run[1]
     rows = {row[0]: row[1] for row in lookup_run[2]["data"]}
     assert "nodes" in rows["token tree (mean per round)"]
@@ -93,6 +94,7 @@ def test_draft_tree_run_returns_trees_within_its_shape(draft_run, folders):
     assert stats["tree_shape"] == {"budget": 8, "branching": 2}
     check_trees(stats)
     for t in stats["trees"]:
+        assert t["origin"] == "draft model" and t["source"].startswith("draft-tree:")
         assert len(t["tokens"]) <= 8
         assert all(t["parents"].count(p) <= 2 for p in set(t["parents"]))  # branching
         reach = t["reach"]
@@ -184,16 +186,16 @@ def test_tree_figure_draws_every_node_and_colours_the_path(draft_run):
         fate = tree["target_fate"]
         assert colours[charts.TREE_TARGET[fate]] == [FATES[fate][0]]
     hover = " ".join(h for t in nodes for h in (t.hovertext or ()))
-    assert "draft reach" in hover and f"Round {tree['round']}:" in fig.layout.title.text
+    assert "draft reach" in hover and f"Round {tree['round']} · from the draft model:" in fig.layout.title.text
 
 
 def test_the_round_slider_steps_through_the_trees_without_running(lookup_run):
     trees = lookup_run[7]["trees"]
     figure, slider = app.tree_view({"trees": trees})
     assert slider["visible"] is (len(trees) > 1) and slider["value"] == 1
-    assert figure.layout.title.text.startswith(f"Round {trees[0]['round']}:")
+    assert figure.layout.title.text.startswith(f"Round {trees[0]['round']} · from the context:")
     last = app.tree_round({"trees": trees}, len(trees))
-    assert last.layout.title.text.startswith(f"Round {trees[-1]['round']}:")
+    assert last.layout.title.text.startswith(f"Round {trees[-1]['round']} · from the context:")
     assert pick_tree(trees, 10**9) is trees[-1] and pick_tree(trees, None) is trees[0] and pick_tree([], 1) is None
     assert app.tree_view(None)[0].layout.annotations[0].text.startswith("tree drafters only")
 
@@ -210,6 +212,23 @@ def test_tree_layout_keeps_branches_apart_and_whitespace_visible():
     grey = next(t for t in fig.data if t.name == "drafted, not accepted")
     assert len(grey.hovertext) == 2 and all("no draft probabilities" in h for h in grey.hovertext)
     assert "rejected" in grey.hovertext[0] and fills(fig)[charts.TREE_TARGET[CORRECTED]]
+
+
+def test_a_recycled_tree_says_its_branches_came_from_the_table():
+    """Issue #23: the tree view shows where a round's branches came from: the table (token recycling),
+    the context (prompt lookup) or the draft model."""
+    from helpers import word_tokenizer
+    from specdec.playground.tree_view import origin, tree_json
+
+    event = RoundEvent(4, 2, (7, 8), 1, (7, 9), (ACCEPTED, CORRECTED), 0.0, 0.0, (), False, source="recycling:4",
+                       tree=TreeRound((7, 8), (-1, -1), (0,)))
+    tree = tree_json(event, word_tokenizer(96), root=5)
+    assert tree["source"] == "recycling:4" and tree["origin"].startswith("table") and "recycling" in tree["origin"]
+    assert origin("lookup-tree:16").startswith("context") and origin("draft-tree:8") == "draft model"
+    fig = charts.tree_figure(tree)
+    assert "from the table" in fig.layout.title.text
+    grey = next(t for t in fig.data if t.name == "drafted, not accepted")
+    assert all("no draft probabilities (from the table)" in h for h in grey.hovertext)
 
 
 # ---------------------------------------------------------------- tokens per pass against node count

@@ -7,7 +7,7 @@ the tokens committed while another member drafted). The policy weighs each sourc
 measured acceptance and cost (policy.py) and the drafted tokens are verified as any member's are,
 so the output is exact whichever drafts. Tree members offer only their configured budget: each
 source costs a measuring round before the policy trusts it, and the smaller budgets of a tree
-rarely beat its configured one and a chain together.
+rarely beat its configured one and a chain together. Token recycling is the exception (sources).
 """
 from __future__ import annotations
 
@@ -56,10 +56,14 @@ class MixedDrafter:
             member.reset()
 
     def sources(self, ids: list[int]) -> tuple[Source, ...]:
-        """Each member's first source; lookup members only where the last n-gram occurred before (with
-        nothing else to offer, prompt lookup, whose draft is then empty: a plain step)."""
+        """Each member's first source (token recycling: all its tree sizes); lookup members only where
+        the last n-gram occurred before (with nothing else to offer, prompt lookup, whose draft is then
+        empty: a plain step)."""
         has_match = self.matcher.match(ids) is not None
-        offered = tuple(m.sources(ids)[0] for m in self.members if has_match or m not in self.lookups)
+        # Token recycling offers its smaller trees too: it has no draft model to pay for, so a tree of
+        # 2 or 4 nodes, whose pass costs about a plain step, is where it pays on a small CPU target.
+        offered = tuple(source for m in self.members if has_match or m not in self.lookups
+                        for source in (m.sources(ids) if isinstance(m, RecyclingDrafter) else m.sources(ids)[:1]))
         return offered or self.matcher.sources(ids)
 
     def observe(self, fed: list[int], logits: torch.Tensor) -> None:

@@ -6,14 +6,25 @@ Every target pass computes a distribution over the next token at each position i
 speculative round keeps one of them: the others (the candidates after each drafted token, after the
 rejected ones too) are thrown away. Token recycling keeps their top candidates instead, in an
 adjacency table A of shape [vocab, b]: A[t] holds the b tokens the target last ranked highest right
-after reading t. To draft, it follows the table from the last committed token, breadth first: the
-root's row gives its children, each child's row its own, up to TreeShape's budget nodes, `branching`
-children per node and depth k. The tree is verified in one target pass like any other (kvcache.py,
-tree_verify.py), and that pass's own logits refill the rows of every token it read.
+after reading t. To draft, it follows the table from the last committed token: the root's row
+gives its children, each child's row its own, up to TreeShape's budget nodes, `branching` children
+per node and depth k, the likeliest first (the tree's shape, below). The tree is verified in one
+target pass like any other (kvcache.py, tree_verify.py), and that pass's own logits refill the rows
+of every token it read.
 
 The table is a bigram model the target keeps writing: after "import" it remembers what the target
 expected last time it read "import", in whatever context. It needs no training and costs a top-b and
 one scatter per pass, on the device the model is on.
+
+The tree's shape. Before a pass overwrites a row, the row is scored against what the target now
+says follows its token (the pass's argmax there): h_r = P(the row's rank-r candidate is the target's
+next token), counted per rank over every row the passes read, decayed, and shrunk towards a prior
+(RankHits). Under greedy verification a node of path ranks (r_1, ..., r_d) is accepted with
+probability about h_{r_1} ... h_{r_d} (each step a fresh bigram guess), so the tree keeps the budget
+nodes of highest path score, best first (EAGLE-2's rule, with the table's measured hit rates in
+place of a draft model's probabilities): deep along the first candidates where they hit often,
+wide near the root where they do not. A CPU target whose pass over 17 tokens costs two steps gets
+the smaller budgets too (sources: 16, 8, 4, 2 for a budget of 16), and the cost policy picks.
 
 Initialisation and lifetime. Rows start empty (-1: no candidate), so a row drafts nothing until the
 target has read its token once in the speculative lane; the prompt's prefill fills only its last
@@ -29,12 +40,12 @@ target (tree_verify.py); what the table holds changes only how much is accepted,
 """
 from __future__ import annotations
 
-from collections import deque
+import heapq
 
 import torch
 
 from ..config import Sampling, TreeShape
-from ..sources import Source
+from ..sources import Source, budget_sources
 from ..tree_verify import ROOT, Tree
 from .options import DrafterOptions
 from .base import Draft, DrafterBase
@@ -42,11 +53,35 @@ from .base import Draft, DrafterBase
 ROW_WIDTH = 8  # candidates kept per token: the most any TreeShape.branching asks of a row here
 
 
+class RankHits:
+    """h_r: how often a row's rank-r candidate was the target's next token, decayed per pass read and
+    shrunk towards PRIOR (weight PRIOR_WEIGHT rows) so an empty table still grows a sensible tree."""
+
+    PRIOR = tuple(0.3 * 0.5 ** r for r in range(ROW_WIDTH))  # before evidence: the first candidate best
+    PRIOR_WEIGHT = 4.0
+
+    def __init__(self, width: int, decay: float = 0.99):
+        self.decay = decay
+        self.hits, self.rows = [0.0] * width, 0.0
+
+    def observe(self, hits: list[float], rows: int) -> None:
+        """hits[r]: rows read whose rank-r candidate was the target's next token, out of `rows`."""
+        if rows:
+            self.hits = [h * self.decay + new for h, new in zip(self.hits, hits)]
+            self.rows = self.rows * self.decay + rows
+
+    def rates(self) -> list[float]:
+        prior = self.PRIOR + (self.PRIOR[-1],) * max(0, len(self.hits) - len(self.PRIOR))
+        return [(h + p * self.PRIOR_WEIGHT) / (self.rows + self.PRIOR_WEIGHT) for h, p in zip(self.hits, prior)]
+
+
 class AdjacencyTable:
-    """A[t] = the target's top ROW_WIDTH next tokens after t, as last seen; -1 where never seen."""
+    """A[t] = the target's top ROW_WIDTH next tokens after t, as last seen; -1 where never seen; and
+    how often each rank has been right (RankHits)."""
 
     def __init__(self, vocab_size: int, device: torch.device | str = "cpu", width: int = ROW_WIDTH):
         self.rows = torch.full((vocab_size, width), -1, dtype=torch.int32, device=device)
+        self.hits = RankHits(width)
 
     @property
     def width(self) -> int:
@@ -58,6 +93,12 @@ class AdjacencyTable:
             return
         top = logits[: len(tokens)].topk(min(self.width, logits.shape[-1]), dim=-1).indices.to(torch.int32)
         index = torch.tensor(tokens, dtype=torch.long, device=self.rows.device)
+        # Score the rows before they are overwritten: was rank r the target's next token? Rows never
+        # filled hold -1 and are not counted. One transfer (a wait on a GPU): hits by rank, then rows.
+        old, target_next = self.rows[index], top[:, :1].to(self.rows.device)
+        seen = (old[:, :1] >= 0).to(torch.int32)
+        *hits, rows = torch.cat([((old == target_next) * seen).sum(dim=0), seen.sum(dim=0)]).tolist()
+        self.hits.observe(hits, rows)
         self.rows[index, : top.shape[1]] = top.to(self.rows.device)
 
     def children(self, token: int, branching: int) -> list[int]:
@@ -84,7 +125,7 @@ class RecyclingDrafter(DrafterBase):
     # reset: DrafterBase's, nothing: the table outlives requests on purpose
 
     def sources(self, ids: list[int]) -> tuple[Source, ...]:
-        return (Source(self.name, self.shape.budget),)
+        return budget_sources(self.name, self.shape.budget)
 
     def observe(self, fed: list[int], logits: torch.Tensor) -> None:
         """A target pass read `fed` (the last committed token, then the drafted nodes) and returned
@@ -101,19 +142,28 @@ class RecyclingDrafter(DrafterBase):
         return Draft(list(tree.tokens), None, tree=tree)
 
     def grow(self, root: int, depth: int, budget: int) -> tuple[list[int], list[int]]:
-        """Breadth first from root: each node's first `branching` table candidates, down to depth,
-        until budget nodes. Nodes come out parent first (a topological order)."""
+        """Best first from root: the budget nodes of highest path score (the product of the rank hit
+        rates along the path, module docstring), each node's first `branching` table candidates, at
+        most depth deep. A child is offered only once its parent is in the tree, so nodes come out
+        parent first (a topological order); equal scores go to the earlier offered, so the tree is
+        a function of the table alone."""
+        rates = self.table.hits.rates()
         tokens: list[int] = []
         parents: list[int] = []
-        queue = deque([(ROOT, root, 0)])  # (node, its token, its depth)
-        while queue and len(tokens) < budget:
-            node, token, level = queue.popleft()
-            if level == depth:
-                continue
-            for child in self.table.children(token, self.shape.branching):
-                if len(tokens) == budget:
-                    break
-                tokens.append(child)
-                parents.append(node)
-                queue.append((len(tokens) - 1, child, level + 1))
+        order = 0  # tie-break: candidates in the order they were offered
+        frontier: list[tuple[float, int, int, int, int]] = []  # (-score, order, parent node, token, depth)
+
+        def offer(node: int, token: int, level: int, score: float) -> None:
+            nonlocal order
+            if level < depth:
+                for rank, child in enumerate(self.table.children(token, self.shape.branching)):
+                    heapq.heappush(frontier, (-score * rates[rank], order, node, child, level + 1))
+                    order += 1
+
+        offer(ROOT, root, 0, 1.0)
+        while frontier and len(tokens) < budget:
+            score, _, parent, token, level = heapq.heappop(frontier)
+            tokens.append(token)
+            parents.append(parent)
+            offer(len(tokens) - 1, token, level, -score)
         return tokens, parents
