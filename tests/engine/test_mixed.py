@@ -22,12 +22,16 @@ class Cycling:
 
     name = "cycling"
 
-    def __init__(self, ks=(4, 2, 0, 3, 1, 2)):  # 6 ks against 7 sources: every pairing comes up
-        self.round, self.ks = 0, ks
+    def __init__(self, ks=(4, 2, 0, 3, 1, 2)):
+        self.round, self.ks, self.used = 0, ks, {}
 
     def choose(self, sources):
+        """The offered source used least so far (the first of equals): each round another, and one
+        offered only now and then (lookup, where the context repeats) is taken when it is."""
         self.round += 1
-        return Choice(self.ks[self.round % len(self.ks)], sources[self.round % len(sources)])
+        source = min(sources, key=lambda s: self.used.get(s, 0))
+        self.used[source] = self.used.get(source, 0) + 1
+        return Choice(self.ks[self.round % len(self.ks)], source)
 
     def observe(self, round, source):
         pass
@@ -41,12 +45,13 @@ def test_mixed_offers_lookups_only_where_the_context_repeats(llama):
     lane = CachedModel(llama)
     drafter = mixed(llama, perturbed(llama, 0.02), lane)
     assert isinstance(drafter, MixedDrafter)
-    recycling = ("recycling:8", "recycling:4", "recycling:2")  # its smaller trees too: no draft model to pay
-    assert drafter.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8", *recycling, "draft-model", "draft-tree:8")
-    assert drafter.sources([5, 9, 14, 22]) == (*recycling, "draft-model", "draft-tree:8")
+    smaller = ("recycling:4", "recycling:2")  # recycling's smaller trees too (no draft model to pay), last
+    assert drafter.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8", "recycling:8", "draft-model", "draft-tree:8",
+                                       *smaller)
+    assert drafter.sources([5, 9, 14, 22]) == ("recycling:8", "draft-model", "draft-tree:8", *smaller)
     alone = make_drafter("mixed", None, llama.vocab_size, target=lane, tree=TreeShape(8, 2))
-    assert alone.sources([5, 9, 14, 22]) == recycling
-    assert alone.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8", *recycling)
+    assert alone.sources([5, 9, 14, 22]) == ("recycling:8", *smaller)
+    assert alone.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8", "recycling:8", *smaller)
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])

@@ -56,14 +56,17 @@ class MixedDrafter:
             member.reset()
 
     def sources(self, ids: list[int]) -> tuple[Source, ...]:
-        """Each member's first source (token recycling: all its tree sizes); lookup members only where
+        """Each member's first source, then token recycling's smaller trees; lookup members only where
         the last n-gram occurred before (with nothing else to offer, prompt lookup, whose draft is then
         empty: a plain step)."""
         has_match = self.matcher.match(ids) is not None
+        members = [m for m in self.members if has_match or m not in self.lookups]
         # Token recycling offers its smaller trees too: it has no draft model to pay for, so a tree of
         # 2 or 4 nodes, whose pass costs about a plain step, is where it pays on a small CPU target.
-        offered = tuple(source for m in self.members if has_match or m not in self.lookups
-                        for source in (m.sources(ids) if isinstance(m, RecyclingDrafter) else m.sources(ids)[:1]))
+        # They come last: the policy measures unmeasured sources in this order, and a short answer
+        # should reach the draft model before it has tried every tree size.
+        smaller = [s for m in members if isinstance(m, RecyclingDrafter) for s in m.sources(ids)[1:]]
+        offered = tuple(m.sources(ids)[0] for m in members) + tuple(smaller)
         return offered or self.matcher.sources(ids)
 
     def observe(self, fed: list[int], logits: torch.Tensor) -> None:
