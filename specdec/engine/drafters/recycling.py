@@ -91,15 +91,15 @@ class AdjacencyTable:
         """logits[i] is the target's next-token logits after reading tokens[i] (one pass's rows)."""
         if not tokens:
             return
-        top = logits[: len(tokens)].topk(min(self.width, logits.shape[-1]), dim=-1).indices.to(torch.int32)
+        top = logits[: len(tokens)].topk(min(self.width, logits.shape[-1]), dim=-1).indices.to(self.rows.device, torch.int32)
         index = torch.tensor(tokens, dtype=torch.long, device=self.rows.device)
         # Score the rows before they are overwritten: was rank r the target's next token? Rows never
         # filled hold -1 and are not counted. One transfer (a wait on a GPU): hits by rank, then rows.
-        old, target_next = self.rows[index], top[:, :1].to(self.rows.device)
+        old, target_next = self.rows[index], top[:, :1]
         seen = (old[:, :1] >= 0).to(torch.int32)
         *hits, rows = torch.cat([((old == target_next) * seen).sum(dim=0), seen.sum(dim=0)]).tolist()
         self.hits.observe(hits, rows)
-        self.rows[index, : top.shape[1]] = top.to(self.rows.device)
+        self.rows[index, : top.shape[1]] = top
 
     def children(self, token: int, branching: int) -> list[int]:
         return [t for t in self.rows[token, :branching].tolist() if t >= 0]
