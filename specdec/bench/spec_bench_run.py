@@ -78,9 +78,14 @@ def _peer_turn(pair: Pair, request: Request, ids: list[int], clock: Clock) -> tu
     inputs = torch.tensor([ids], device=pair.target.device)
     forwards = Forwards(pair.target.model)
     start = clock.now()
+    sampling = request.sampling  # the run's own sampling settings, as our lanes use them
+    settings = {"do_sample": False} if sampling.greedy else {
+        "do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": sampling.top_k or 0}
+    if not sampling.greedy:
+        torch.manual_seed(sampling.seed)
     out = pair.target.model.generate(inputs, attention_mask=torch.ones_like(inputs), assistant_model=draft,
-                                     max_new_tokens=request.max_new_tokens, do_sample=False,
-                                     eos_token_id=pair.eos_ids, pad_token_id=pair.eos_ids[0])
+                                     max_new_tokens=request.max_new_tokens, eos_token_id=pair.eos_ids,
+                                     pad_token_id=pair.eos_ids[0], **settings)
     seconds = clock.now() - start
     passes = forwards.close()["target_forwards"]
     tokens = out[0, len(ids):].tolist()

@@ -356,11 +356,10 @@ class CostPolicy:
     (MIN_CALIBRATION tested positions), its rounds draft up to the reach and stop at the first
     token after which one more would not pay (confidence.StopRule); k is then a cap.
 
-    Probes. A probe costs a draft and a wider pass. None is made while even hope (each alpha one
-    standard error high) promises no more than NOISE over plain decoding: such a probe cannot win
-    drafting back; plain rounds age the evidence, so hope widens until one is made (plain_or_probe). Otherwise the gap between probes starts at probe_every rounds when the hope is
-    large and up to 8 times longer when it is close to NOISE, and each probe that does not win
-    drafting back doubles it, up to max_gap; a fully accepted probe is followed by another at once."""
+    Probes. Only the source drafted is tested, so what is not drafted (plain decoding: every source)
+    can only be learnt by a probe: a round that drafts what hope (each alpha one standard error high)
+    says might beat the current choice by more than NOISE, at a rate set by how much it might, backing
+    off while probes do not change the choice (probe)."""
 
     name = "cost"
     NOISE = 0.05  # gains within this of 1.0 are not worth a probe: a shared CPU's run-to-run noise
@@ -371,8 +370,9 @@ class CostPolicy:
         self.k_max = k_max
         self.costs = costs or CostModel()
         self.probe_every, self.max_gap = probe_every, max_gap
-        self.gap, self.plain_streak = probe_every, 0
+        self.gap, self.plain_streak = probe_every, 0  # rounds between probes, and since the last
         self.probing = False  # the last choice was a probe
+        self.settled: str | None = None  # what the cautious evidence last chose (None: plain decoding)
 
     def choose(self, sources: Sequence[str]) -> Choice:
         # 1. Learn before judging: each source's draft cost, then the plain step's pass time.
@@ -393,40 +393,61 @@ class CostPolicy:
         reach = self.trust_region(sources)
         plain_round = plain + (self.costs.overhead.mean or 0.0)  # plain decoding: 1 token per plain_round
         source, k, gain = self.best(sources, reach, plain_round, z=self.costs.caution)
+        if (source if gain > 1.0 else None) != self.settled:  # the evidence changed its mind: probes start afresh
+            self.settled, self.gap, self.plain_streak = source if gain > 1.0 else None, self.probe_every, 0
+        # 3. Now and then a probe of what hope says might beat it (plain decoding, or the source drafting).
+        probe = self.probe(sources, reach, plain_round, source if gain > 1.0 else None, max(gain, 1.0))
+        if probe is not None:
+            return probe
         if gain <= 1.0:
-            return self.plain_or_probe(sources, reach, plain_round, source, k, gain)
-        # 3. Draft: with a stop rule where the source's confidence is calibrated, k becomes a cap.
-        self.plain_streak, self.gap, self.probing = 0, self.probe_every, False
+            return Choice(0, source, 1.0, f"plain decoding: the best draft ({source}, k={k}) would be {gain:.2f}x")
+        # 4. Draft: with a stop rule where the source's confidence is calibrated, k becomes a cap.
+        return self.draft_choice(source, k, gain, reach, f"expected {gain:.2f}x plain decoding")
+
+    def draft_choice(self, source: str, k: int, gain: float, reach: int, why: str) -> Choice:
+        """Draft k from source; a source whose confidence is calibrated drafts up to its reach instead
+        and stops where one more token would not pay (confidence.StopRule)."""
         stop = self.stop_rule(source)
         if stop is None:
-            return Choice(k, source, gain, f"{source}, k={k}: expected {gain:.2f}x plain decoding")
+            return Choice(k, source, gain, f"{source}, k={k}: {why}")
         cap = max(k, min(self.k_max, self.depth_reach(source), reach - 1))
         return Choice(cap, source, gain, f"{source}, up to k={cap} while its confidence pays (best fixed k={k}: "
-                                         f"expected {gain:.2f}x plain decoding)", stop)
+                                         f"{why})", stop)
 
-    def plain_or_probe(self, sources: Sequence[str], reach: int, plain_round: float, source: str, k: int,
-                       gain: float) -> Choice:
-        """A plain step, or now and then a probe that bets on hope: each alpha taken one standard
-        error high, so a pair whose acceptance is high but thinly measured gets the rounds that prove
-        it. Evidence ages through plain rounds (CostModel.observe), so what was learnt on other text
-        widens until it allows a probe: plain decoding is never a state the policy cannot leave."""
-        hope_source, hope_k, hope = self.best(sources, reach, plain_round, z=-self.costs.caution)
-        if hope <= 1.0 + self.NOISE:
+    def probe(self, sources: Sequence[str], reach: int, plain_round: float, drafting: str | None,
+              current: float) -> Choice | None:
+        """A probe, or None. Hope (each alpha taken one standard error high) names what might beat the
+        current choice (`current`: its gain over plain decoding, 1.0 when plain; `drafting`: its
+        source, None when plain). A source that is not being drafted is tested by no round, so its
+        evidence cannot improve on its own: without probes a thinly measured draft model would sit
+        behind a free but weak source (token recycling, prompt lookup) for a whole answer, and plain
+        decoding would be a state the policy cannot leave. No probe while hope promises no more than
+        NOISE over the current choice: it could not pay. Otherwise the gap between probes starts at
+        probe_every rounds when the hope is large, up to 8 times longer when close to NOISE, and each
+        probe that does not win the choice doubles it, up to max_gap (observe: a fully accepted probe
+        is followed by another at once). Hope picks what to probe; the evidence at face value picks
+        its k: hope compounds with depth (every position one standard error high) and would probe at
+        k_max, where a probe wrong at position 1 wastes the whole deep draft."""
+        rivals = [s for s in sources if s != drafting]
+        if not rivals:
+            return None
+        hope_source, hope_k, hope = self.best(rivals, reach, plain_round, z=-self.costs.caution)
+        margin = hope / current - 1.0
+        if margin <= self.NOISE:
             self.plain_streak = 0
-            return Choice(0, source, 1.0, f"plain decoding: even hoping, the best draft ({hope_source}, "
-                                          f"k={hope_k}) would be {hope:.2f}x, within noise of plain")
+            if drafting is None:
+                return Choice(0, hope_source, 1.0, f"plain decoding: even hoping, the best draft ({hope_source}, "
+                                                   f"k={hope_k}) would be {hope:.2f}x, within noise of plain")
+            return None
         self.plain_streak += 1
-        start_gap = self.probe_every * min(8.0, max(1.0, 0.2 / (hope - 1.0)))
+        start_gap = self.probe_every * min(8.0, max(1.0, 0.2 / margin))
         if self.plain_streak < max(self.gap, start_gap):
-            return Choice(0, source, 1.0, f"plain decoding: the best draft ({source}, k={k}) would be {gain:.2f}x")
+            return None
         self.plain_streak, self.gap = 0, min(2 * self.gap, self.max_gap)
         self.probing = True
-        # Hope picks whether to probe; the evidence at face value picks the draft. Hope compounds
-        # with depth (every position one standard error high), so it would probe at k_max, and a
-        # probe wrong at position 1 would waste the whole deep draft.
-        probe_source, probe_k, _ = self.best(sources, reach, plain_round, z=0.0)
-        return Choice(probe_k, probe_source, hope, f"probing {probe_source} with k={probe_k}: up to {hope:.2f}x "
-                                                   "on the evidence so far, unproven")
+        _, probe_k, _ = self.best([hope_source], reach, plain_round, z=0.0)
+        return self.draft_choice(hope_source, probe_k, hope, reach,
+                                 f"probing: up to {hope:.2f}x on the evidence so far, unproven")
 
     def trust_region(self, sources: Sequence[str]) -> int:
         """The widest target pass a choice may ask for: at most 2 beyond the widest timed (a seeded

@@ -98,8 +98,9 @@ def test_an_auto_cell_runs_pair_auto_against_transformers_defaults(folders, tmp_
     lanes = cell["repeats"][0]["lanes"]
     assert {"hf-assisted-defaults", "hf-assisted"} <= set(lanes)
     assert lanes["speculative"]["matches_standard"] is True and cell["repeats"][0]["stats"]["identical"] is True
-    sources = {source.split(":")[0] for source in cell["repeats"][0]["stats"]["sources"]}  # mixed's, by name
-    assert "draft-model" in sources and sources <= {"prompt-lookup", "lookup-tree", "recycling", "draft-model",
+    # mixed's, by name: a model source among them (which one is the policy's choice on these tiny models)
+    sources = {source.split(":")[0] for source in cell["repeats"][0]["stats"]["sources"]}
+    assert sources & {"draft-model", "draft-tree"} and sources <= {"prompt-lookup", "lookup-tree", "recycling", "draft-model",
                                                     "draft-tree"}
 
 

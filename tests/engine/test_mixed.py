@@ -41,17 +41,24 @@ def mixed(target, draft, lane):
     return make_drafter("mixed", draft, target.vocab_size, target=lane, tree=TreeShape(8, 2))
 
 
-def test_mixed_offers_lookups_only_where_the_context_repeats(llama):
+def test_mixed_offers_lookups_only_where_the_context_repeats_and_recycling_where_its_table_has_a_row(llama):
     lane = CachedModel(llama)
     drafter = mixed(llama, perturbed(llama, 0.02), lane)
     assert isinstance(drafter, MixedDrafter)
+    # An empty table has no row for the last token: token recycling would draft nothing, so it is not offered.
+    assert drafter.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8", "draft-model", "draft-tree:8")
+    assert drafter.sources([5, 9, 14, 22]) == ("draft-model", "draft-tree:8")
+    drafter.observe([14, 22], torch.randn(2, llama.vocab_size))  # a pass read 14 and 22: their rows fill
     smaller = ("recycling:4", "recycling:2")  # recycling's smaller trees too (no draft model to pay), last
-    assert drafter.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8", "recycling:8", "draft-model", "draft-tree:8",
+    assert drafter.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8", "draft-model", "draft-tree:8", "recycling:8",
                                        *smaller)
-    assert drafter.sources([5, 9, 14, 22]) == ("recycling:8", "draft-model", "draft-tree:8", *smaller)
+    assert drafter.sources([5, 9, 14, 22]) == ("draft-model", "draft-tree:8", "recycling:8", *smaller)
+    assert drafter.sources([5, 9, 14, 21]) == ("draft-model", "draft-tree:8")  # 21 never read: no row
     alone = make_drafter("mixed", None, llama.vocab_size, target=lane, tree=TreeShape(8, 2))
-    assert alone.sources([5, 9, 14, 22]) == ("recycling:8", *smaller)
-    assert alone.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8", "recycling:8", *smaller)
+    assert alone.sources([5, 9, 14, 21]) == ("prompt-lookup",)  # nothing to offer: an empty lookup, a plain step
+    alone.observe([21], torch.randn(1, llama.vocab_size))
+    assert alone.sources([5, 9, 14, 21]) == ("recycling:8", *smaller)
+    assert alone.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8")  # 14 not read by this table
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])

@@ -352,3 +352,30 @@ def test_a_probe_bets_on_thin_but_good_evidence_with_a_wide_draft():
     policy = CostPolicy(k_max=8, costs=costs, probe_every=2)
     first, probe = policy.choose([MODEL]), policy.choose([MODEL])
     assert first.k == 0 and probe.k >= 3 and "probing" in probe.reason and probe.gain > 1.0
+
+
+def test_a_source_not_drafted_is_probed_while_another_drafts():
+    """A free but weak source (prompt lookup) pays a little on well-measured evidence; the draft model
+    was accepted whole the one time it drafted, too thin for the cautious estimate but hoping far
+    above. Only the source drafted is tested, so without a probe the draft model would never be tried
+    again: it is probed after probe_every rounds, and once its evidence is in, it is chosen."""
+    v = {n: 1.0 + 0.05 * (n - 1) for n in range(1, 18)}
+    costs = teach(v, c=0.0, alpha=0.5, depth=2, source=LOOKUP)
+    costs.observe(rnd(500, 4, 4, draft_s=0.4, verify_s=v[5]), MODEL)
+    policy = CostPolicy(k_max=8, costs=costs, probe_every=4)
+    choices = [policy.choose([LOOKUP, MODEL]) for _ in range(4)]
+    assert [c.source for c in choices] == [LOOKUP] * 3 + [MODEL] and all(c.k >= 1 for c in choices)
+    assert "probing" in choices[3].reason and choices[3].gain > choices[0].gain
+    for i in range(6):  # the probes find the draft model accepted whole
+        policy.observe(rnd(600 + i, 4, 4, draft_s=0.4, verify_s=v[5]), MODEL)
+    assert policy.choose([LOOKUP, MODEL]).source == MODEL
+
+
+def test_no_rival_is_probed_within_noise_of_what_drafts():
+    """The same weak lookup, and a draft model well measured as no better: no probe, ever."""
+    v = {n: 1.0 + 0.05 * (n - 1) for n in range(1, 18)}
+    costs = teach(v, c=0.0, alpha=0.5, depth=2, source=LOOKUP)
+    model = teach(v, c=0.3, alpha=0.3, depth=2)
+    costs.sources[MODEL] = model.sources[MODEL]
+    policy = CostPolicy(k_max=8, costs=costs, probe_every=2)
+    assert {policy.choose([LOOKUP, MODEL]).source for _ in range(40)} == {LOOKUP}

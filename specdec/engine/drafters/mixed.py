@@ -36,12 +36,12 @@ class MixedDrafter:
         recycling where the models take a tree mask (eager or sdpa attention, no sliding window)."""
         trees = options.target is not None and options.target.takes_trees
         members: list[Drafter] = [PromptLookupDrafter()] + ([LookupTreeDrafter(options.tree)] if trees else [])
-        if trees:
-            members.append(RecyclingDrafter.from_options(options))
         if options.draft_model is not None:
             members.append(ModelDrafter.from_options(options))
             if trees and CachedModel(options.draft_model).takes_trees:
                 members.append(DraftTreeDrafter.from_options(options))
+        if trees:  # after the draft model: the policy measures unmeasured sources in this order
+            members.append(RecyclingDrafter.from_options(options))
         return cls(members)
 
     def __init__(self, members: Sequence[Drafter]):
@@ -57,10 +57,14 @@ class MixedDrafter:
 
     def sources(self, ids: list[int]) -> tuple[Source, ...]:
         """Each member's first source, then token recycling's smaller trees; lookup members only where
-        the last n-gram occurred before (with nothing else to offer, prompt lookup, whose draft is then
-        empty: a plain step)."""
+        the last n-gram occurred before, token recycling only where the table has a row for the last
+        token (with nothing else to offer, prompt lookup, whose draft is then empty: a plain step).
+        A source offered with no draft to make would cost a round its choice and teach the policy
+        nothing (an empty round tests no position), so a free source that is often empty would be
+        chosen again and again over a draft model that pays."""
         has_match = self.matcher.match(ids) is not None
-        members = [m for m in self.members if has_match or m not in self.lookups]
+        members = [m for m in self.members if (has_match or m not in self.lookups)
+                   and (not isinstance(m, RecyclingDrafter) or m.has_row(ids[-1]))]
         # Token recycling offers its smaller trees too: it has no draft model to pay for, so a tree of
         # 2 or 4 nodes, whose pass costs about a plain step, is where it pays on a small CPU target.
         # They come last: the policy measures unmeasured sources in this order, and a short answer

@@ -127,6 +127,10 @@ class RecyclingDrafter(DrafterBase):
     def sources(self, ids: list[int]) -> tuple[Source, ...]:
         return budget_sources(self.name, self.shape.budget)
 
+    def has_row(self, token: int) -> bool:
+        """Whether the table can grow a tree from token: the target has read it in this lane before."""
+        return bool(self.table.rows[token, 0] >= 0)
+
     def observe(self, fed: list[int], logits: torch.Tensor) -> None:
         """A target pass read `fed` (the last committed token, then the drafted nodes) and returned
         one row of logits per token read: recycle them all."""
