@@ -10,9 +10,9 @@ each round the (source, k) with the most expected tokens per second:
 k = 0 is a plain decode step, E(0) / T(0) = 1 / (v(1) + o), and wins whenever no k beats it.
 Position-wise alpha_j follows a draft whose agreement falls with depth; the table v(n) follows a
 device on which verifying 5 tokens can cost less than verifying 3. To never lose to plain decoding
-it bets only on evidence: alpha_j is shrunk towards a prior and taken one standard error low, and
+it bets only on evidence: alpha_j is shrunk towards a prior, alpha_1 taken one standard error low, and
 a pass may be at most 2 wider than the widest measured. Out of drafting it probes, at a backing-off
-rate, while hope (each alpha_j one standard error high) says a draft could pay.
+rate, while hope (alpha_1 one standard error high) says a draft could pay.
 
 Evidence is of this text. Acceptance depends on the text, so a new request keeps what others
 taught as a prior of at most CARRIED_EVIDENCE observations, and evidence ages in rounds that did
@@ -217,7 +217,7 @@ class CostModel:
     def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0,
                  caution: float = 1.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
-        self.caution = caution  # standard errors taken off each alpha before E(k) is computed
+        self.caution = caution  # standard errors taken off alpha_1 before E(k) is computed
         self.verify: dict[int, Decayed] = {}  # tokens in the target pass -> seconds
         self.seen_widths: set[int] = set()
         self.sources: dict[str, SourceCosts] = {}
@@ -312,15 +312,22 @@ class CostModel:
         Each alpha_j is shrunk towards the position before it (towards prior_alpha for the first):
         deep positions are tested least, and a draft that agrees at position 1 mostly agrees
         further on, so thin evidence there borrows from the better-measured position above it.
-        Each alpha_j is then taken z standard errors low (see cautious_alpha; z defaults to the
-        model's caution, and a negative z hopes instead). An untested position takes the one above's."""
+        alpha_1 is then taken z standard errors low (see cautious_alpha; z defaults to the model's
+        caution, and a negative z hopes instead); deeper positions at their shrunk value. The doubt is
+        spent once, on the first position, which every round tests: each deeper alpha is conditional
+        on the ones above and already shrunk towards them. Taking each one standard error low
+        compounded over depth: on the Spec-Bench sample (Qwen pair, int8 draft) auto then judged the
+        draft model below plain decoding for most of each answer and committed 1.0-1.5 tokens a pass,
+        where a fixed k = 4 committed 3.4 (docs/auto-notes.md).
+        An untested position takes the one above's."""
         costs, out, survive = self.source(source), [1.0], 1.0
         prior, used = self.prior_alpha, self.prior_alpha
         z = self.caution if z is None else z
         for i in range(1, k_max + 1):
             if i <= len(costs.kept):
-                used = costs.cautious_alpha(i, (prior, self.prior_weight), z)
-                prior = costs.alpha(i, (prior, self.prior_weight))
+                shrunk = (prior, self.prior_weight)
+                used = costs.cautious_alpha(i, shrunk, z) if i == 1 else costs.alpha(i, shrunk)
+                prior = costs.alpha(i, shrunk)
             survive *= used
             out.append(out[-1] + survive)
         return out
@@ -357,7 +364,7 @@ class CostPolicy:
     token after which one more would not pay (confidence.StopRule); k is then a cap.
 
     Probes. Only the source drafted is tested, so what is not drafted (plain decoding: every source)
-    can only be learnt by a probe: a round that drafts what hope (each alpha one standard error high)
+    can only be learnt by a probe: a round that drafts what hope (alpha_1 one standard error high)
     says might beat the current choice by more than NOISE, at a rate set by how much it might, backing
     off while probes do not change the choice (probe)."""
 
@@ -370,7 +377,8 @@ class CostPolicy:
         self.k_max = k_max
         self.costs = costs or CostModel()
         self.probe_every, self.max_gap = probe_every, max_gap
-        self.gap, self.plain_streak = probe_every, 0  # rounds between probes, and since the last
+        # Rounds between probes, and since the last probe (or since hope last promised nothing worth one).
+        self.gap, self.since_probe = probe_every, 0
         self.probing = False  # the last choice was a probe
         self.settled: str | None = None  # what the cautious evidence last chose (None: plain decoding)
 
@@ -394,7 +402,7 @@ class CostPolicy:
         plain_round = plain + (self.costs.overhead.mean or 0.0)  # plain decoding: 1 token per plain_round
         source, k, gain = self.best(sources, reach, plain_round, z=self.costs.caution)
         if (source if gain > 1.0 else None) != self.settled:  # the evidence changed its mind: probes start afresh
-            self.settled, self.gap, self.plain_streak = source if gain > 1.0 else None, self.probe_every, 0
+            self.settled, self.gap, self.since_probe = source if gain > 1.0 else None, self.probe_every, 0
         # 3. Now and then a probe of what hope says might beat it (plain decoding, or the source drafting).
         probe = self.probe(sources, reach, plain_round, source if gain > 1.0 else None, max(gain, 1.0))
         if probe is not None:
@@ -416,7 +424,7 @@ class CostPolicy:
 
     def probe(self, sources: Sequence[str], reach: int, plain_round: float, drafting: str | None,
               current: float) -> Choice | None:
-        """A probe, or None. Hope (each alpha taken one standard error high) names what might beat the
+        """A probe, or None. Hope (alpha_1 taken one standard error high) names what might beat the
         current choice (`current`: its gain over plain decoding, 1.0 when plain; `drafting`: its
         source, None when plain). A source that is not being drafted is tested by no round, so its
         evidence cannot improve on its own: without probes a thinly measured draft model would sit
@@ -426,24 +434,27 @@ class CostPolicy:
         probe_every rounds when the hope is large, up to 8 times longer when close to NOISE, and each
         probe that does not win the choice doubles it, up to max_gap (observe: a fully accepted probe
         is followed by another at once). Hope picks what to probe; the evidence at face value picks
-        its k: hope compounds with depth (every position one standard error high) and would probe at
-        k_max, where a probe wrong at position 1 wastes the whole deep draft."""
+        its k: hope's deeper positions borrow its high alpha_1 and would probe deep, where a probe
+        wrong at position 1 wastes the whole draft."""
         rivals = [s for s in sources if s != drafting]
         if not rivals:
+            return None
+        if drafting is not None and self.since_probe + 1 < self.probe_every:  # no probe can be due yet:
+            self.since_probe += 1  # skip pricing hope (on a small CPU model, a share of a round)
             return None
         hope_source, hope_k, hope = self.best(rivals, reach, plain_round, z=-self.costs.caution)
         margin = hope / current - 1.0
         if margin <= self.NOISE:
-            self.plain_streak = 0
+            self.since_probe = 0
             if drafting is None:
                 return Choice(0, hope_source, 1.0, f"plain decoding: even hoping, the best draft ({hope_source}, "
                                                    f"k={hope_k}) would be {hope:.2f}x, within noise of plain")
             return None
-        self.plain_streak += 1
+        self.since_probe += 1
         start_gap = self.probe_every * min(8.0, max(1.0, 0.2 / margin))
-        if self.plain_streak < max(self.gap, start_gap):
+        if self.since_probe < max(self.gap, start_gap):
             return None
-        self.plain_streak, self.gap = 0, min(2 * self.gap, self.max_gap)
+        self.since_probe, self.gap = 0, min(2 * self.gap, self.max_gap)
         self.probing = True
         _, probe_k, _ = self.best([hope_source], reach, plain_round, z=0.0)
         return self.draft_choice(hope_source, probe_k, hope, reach,
@@ -510,7 +521,7 @@ class CostPolicy:
             # The probe was right all the way: probe again next round, at the gap it started from,
             # until the evidence is thick enough for the cautious estimate to draft on its own.
             self.gap = self.probe_every
-            self.plain_streak = self.gap - 1
+            self.since_probe = self.gap - 1
         self.probing = False
 
 
