@@ -117,3 +117,22 @@ def test_a_leaderboard_lands_in_the_report_as_its_pairs_section_and_stays(tmp_pa
     fresh = tmp_path / "new.md"
     put_section(fresh, "q + d", "| alone |")
     assert fresh.read_text() == "<!-- spec-bench: q + d -->\n| alone |\n<!-- /spec-bench: q + d -->\n"
+
+
+def test_the_transformers_peer_samples_with_the_runs_own_settings(monkeypatch):
+    """A sampled run's peer lane samples too, at the run's temperature, top-p and top-k, seeded: the
+    same seed gives the same answer; greedy runs stay greedy."""
+    tokenizer = word_tokenizer(96)
+    target = tiny_model("llama", seed=7)
+    pair = Pair(loaded(target, tokenizer), loaded(perturbed(target, 0.03), tokenizer, "draft"))
+    calls, generate = [], pair.target.model.generate
+    monkeypatch.setattr(pair.target.model, "generate", lambda *a, **kw: (calls.append(kw), generate(*a, **kw))[1])
+    peer = spec_bench_run.Method("transformers assisted (defaults)", peer=True)
+    sampled = Request("w5 w9 w14", 16, Sampling(temperature=0.7, top_p=0.9, top_k=20, seed=3), raw=True)
+    first = spec_bench_run.timed_turn(pair, peer, sampled)[1]
+    assert spec_bench_run.timed_turn(pair, peer, sampled)[1] == first
+    assert {k: calls[0][k] for k in ("do_sample", "temperature", "top_p", "top_k")} == \
+        {"do_sample": True, "temperature": 0.7, "top_p": 0.9, "top_k": 20}
+    greedy = spec_bench_run.timed_turn(pair, peer, Request("w5 w9 w14", 16, raw=True))[1]
+    assert calls[-1]["do_sample"] is False and "temperature" not in calls[-1]
+    assert greedy == [e.token for e in pair.standard(Request("w5 w9 w14", 16, raw=True))]
