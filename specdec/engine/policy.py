@@ -9,23 +9,23 @@ each round the (source, k) with the most expected tokens per second:
 
 k = 0 is a plain decode step, E(0) / T(0) = 1 / (v(1) + o), and wins whenever no k beats it.
 Position-wise alpha_j follows a draft whose agreement falls with depth; the table v(n) follows a
-device on which verifying 5 tokens can cost less than verifying 3. To never lose to plain decoding
-it bets only on evidence: alpha_j is shrunk towards a prior, alpha_1 taken one standard error low, and
-a pass may be at most 2 wider than the widest measured. Out of drafting it probes, at a backing-off
-rate, while hope (alpha_1 one standard error high) says a draft could pay.
+device on which verifying 5 tokens can cost less than verifying 3. alpha_j is shrunk towards a
+prior, so one lucky round cannot promise k = 16, and a pass may be at most 2 wider than the widest
+measured. alpha_1 is a Thompson draw from its posterior each round (CostPolicy): a source is drafted
+in proportion to the chance that it is the best, plain decoding included.
 
 Evidence is of this text. Acceptance depends on the text, so a new request keeps what others
 taught as a prior of at most CARRIED_EVIDENCE observations, and evidence ages in rounds that did
 not test it: positions past where the drafts stop, and every source during plain decoding. Neither
 a deep position that once failed nor a run of plain decoding is then a state the policy cannot
 leave (what prose teaches would otherwise hold a summary that follows it to short drafts or none).
-Exactness does not depend on any of this: k is chosen from past rounds only, and every round is
-verified by the same rule.
+Exactness does not depend on any of this: k is chosen from past rounds (and the
+policy's own random draws) only, and every round is verified by the same rule.
 """
 from __future__ import annotations
 
 import bisect
-import math
+import random
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
@@ -152,19 +152,21 @@ class SourceCosts:
         mean, weight = prior
         return (kept.total + mean * weight) / (kept.weight + weight)
 
-    def cautious_alpha(self, position: int, prior: tuple[float, float], z: float) -> float | None:
-        """The prior-shrunk alpha less z standard errors: speculation is bet on only once the
-        evidence says it pays, so a few lucky rounds cannot make the policy lose to plain decoding.
-        A negative z is hope instead: what the evidence cannot yet rule out (a probe's bet)."""
-        alpha = self.alpha(position, prior)
-        if alpha is None:
+    def draw_alpha(self, position: int, prior: tuple[float, float], rng: random.Random) -> float | None:
+        """A draw from the Beta posterior of alpha at `position` (Thompson sampling): the evidence as
+        kept / tested counts on top of the prior's (mean, weight). Thin evidence draws widely, thick
+        evidence close to its mean; None when the position was never tested."""
+        if position > len(self.kept):
             return None
-        n = self.kept[position - 1].weight + prior[1]
-        return min(1.0, max(0.0, alpha - z * math.sqrt(alpha * (1 - alpha) / n)))
+        kept, (mean, weight) = self.kept[position - 1], prior
+        hits, misses = kept.total + mean * weight, kept.weight - kept.total + (1 - mean) * weight
+        if hits <= 0 or misses <= 0:  # no prior and all one way: the posterior is a point
+            return self.alpha(position, prior)
+        return rng.betavariate(hits, misses)
 
     def age(self) -> None:
         """A round in which this source was not tested: its acceptance evidence fades (Decayed.age),
-        so the longer it sits out, the wider what it might be, and the likelier a probe."""
+        so the longer it sits out, the wider its posterior, and the likelier a Thompson draw tries it again."""
         for kept in self.kept:
             kept.age()
 
@@ -214,10 +216,8 @@ class CostModel:
     and acceptance. Round 0 carries both models' prefill and the first pass at each width carries
     one-time costs (kernel selection, allocator growth), so neither is learned from."""
 
-    def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0,
-                 caution: float = 1.0):
+    def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
-        self.caution = caution  # standard errors taken off alpha_1 before E(k) is computed
         self.verify: dict[int, Decayed] = {}  # tokens in the target pass -> seconds
         self.seen_widths: set[int] = set()
         self.sources: dict[str, SourceCosts] = {}
@@ -235,7 +235,7 @@ class CostModel:
     def sharing_passes(self) -> "CostModel":
         """A cost model for another setup of the same pair: its own sources' evidence, this one's
         target pass times and per-round overhead (the same target on the same device)."""
-        other = CostModel(self.decay, self.prior_alpha, self.prior_weight, self.caution)
+        other = CostModel(self.decay, self.prior_alpha, self.prior_weight)
         other.verify, other.seen_widths, other.overhead = self.verify, self.seen_widths, self.overhead
         return other
 
@@ -306,31 +306,33 @@ class CostModel:
     def expected_tokens(self, source: str, k: int) -> float:
         return self.expected_tokens_upto(source, k)[k]
 
-    def expected_tokens_upto(self, source: str, k_max: int, z: float | None = None) -> list[float]:
+    def expected_tokens_upto(self, source: str, k_max: int, alpha_1: float | None = None) -> list[float]:
         """[E(0), ..., E(k_max)], E(k) = 1 + sum_{i<=k} prod_{j<=i} alpha_j, in one pass.
 
         Each alpha_j is shrunk towards the position before it (towards prior_alpha for the first):
         deep positions are tested least, and a draft that agrees at position 1 mostly agrees
-        further on, so thin evidence there borrows from the better-measured position above it.
-        alpha_1 is then taken z standard errors low (see cautious_alpha; z defaults to the model's
-        caution, and a negative z hopes instead); deeper positions at their shrunk value. The doubt is
-        spent once, on the first position, which every round tests: each deeper alpha is conditional
-        on the ones above and already shrunk towards them. Taking each one standard error low
-        compounded over depth: on the Spec-Bench sample (Qwen pair, int8 draft) auto then judged the
-        draft model below plain decoding for most of each answer and committed 1.0-1.5 tokens a pass,
-        where a fixed k = 4 committed 3.4 (docs/auto-notes.md).
-        An untested position takes the one above's."""
+        further on, so thin evidence there borrows from the better-measured position above it. An
+        untested position takes the one above's. alpha_1, given, replaces the first position's
+        estimate (the policy's Thompson draw); deeper alphas are conditional on the ones above and
+        stay at their shrunk means."""
         costs, out, survive = self.source(source), [1.0], 1.0
         prior, used = self.prior_alpha, self.prior_alpha
-        z = self.caution if z is None else z
         for i in range(1, k_max + 1):
             if i <= len(costs.kept):
-                shrunk = (prior, self.prior_weight)
-                used = costs.cautious_alpha(i, shrunk, z) if i == 1 else costs.alpha(i, shrunk)
-                prior = costs.alpha(i, shrunk)
+                used = prior = costs.alpha(i, (prior, self.prior_weight))
+            if i == 1 and alpha_1 is not None:
+                used = alpha_1
             survive *= used
             out.append(out[-1] + survive)
         return out
+
+    def draw_alpha_1(self, source: str, rng: random.Random) -> float:
+        """A Thompson draw of the source's alpha_1 (SourceCosts.draw_alpha); the prior's own draw
+        when position 1 was never tested."""
+        prior = (self.prior_alpha, self.prior_weight)
+        drawn = self.source(source).draw_alpha(1, prior, rng)
+        return drawn if drawn is not None else rng.betavariate(self.prior_alpha * self.prior_weight + 1e-9,
+                                                               (1 - self.prior_alpha) * self.prior_weight + 1e-9)
 
 
 def _interpolate(known: list[tuple[int, float]], width: float) -> float | None:
@@ -352,35 +354,40 @@ def _interpolate(known: list[tuple[int, float]], width: float) -> float | None:
 
 
 class CostPolicy:
-    """argmax over (source, k) of E(k) / T(k), k in [0, k_max], with a probe out of k = 0 now and then.
+    """argmax over (source, k) of E(k) / T(k), k in [0, k_max], on a Thompson draw of each source's
+    alpha_1.
+
+    Exploration (Thompson sampling: Thompson 1933; Russo et al., "A Tutorial on Thompson Sampling",
+    2018). Only the source drafted is tested, so a source that is not drafted (in plain decoding,
+    every source) learns nothing more. Each round draws every source's alpha_1 from its Beta
+    posterior and takes the best (source, k) for those draws, plain decoding when none beats it. Thin
+    evidence draws widely, so a source is tried in proportion to the chance that it is the best; thick
+    evidence draws near its mean, so a source shown to lose is rarely tried and a source shown to win
+    is drafted round after round. Evidence ages while untested (SourceCosts.age), so no verdict is
+    final: what prose taught gets retried on the code that follows. This replaced taking alpha_1 one
+    standard error low plus probes at a backing-off rate (hope: one standard error high): on the
+    Qwen pair a draft model whose first three rounds were unlucky (a conversation: 4 of 4, then 0,
+    0) was judged below plain decoding at once and the probes went to thinly measured free sources
+    instead, so whole answers ran as plain decoding beside a draft accepted ~80% of the time
+    (docs/auto-notes.md). Draws come from the policy's own seeded generator, never the sampler's.
 
     Reach. A chain source drafts at most twice as deep as any of its rounds has been tested, and at
     least MIN_REACH (geometric widening: each round that reaches its depth doubles what the next may
-    try), and a
-    target pass no wider than the verify-cost table (or, without one, the widest pass timed) + 2.
+    try), and a target pass no wider than the verify-cost table (or, without one, the widest pass
+    timed) + 2.
 
     Confidence. Once a model source has shown how its acceptance follows its own confidence
     (MIN_CALIBRATION tested positions), its rounds draft up to the reach and stop at the first
-    token after which one more would not pay (confidence.StopRule); k is then a cap.
-
-    Probes. Only the source drafted is tested, so what is not drafted (plain decoding: every source)
-    can only be learnt by a probe: a round that drafts what hope (alpha_1 one standard error high)
-    says might beat the current choice by more than NOISE, at a rate set by how much it might, backing
-    off while probes do not change the choice (probe)."""
+    token after which one more would not pay (confidence.StopRule); k is then a cap."""
 
     name = "cost"
-    NOISE = 0.05  # gains within this of 1.0 are not worth a probe: a shared CPU's run-to-run noise
     MIN_CALIBRATION = 8
     MIN_REACH = 4
 
-    def __init__(self, k_max: int, costs: CostModel | None = None, probe_every: int = 8, max_gap: int = 64):
+    def __init__(self, k_max: int, costs: CostModel | None = None, seed: int = 0):
         self.k_max = k_max
         self.costs = costs or CostModel()
-        self.probe_every, self.max_gap = probe_every, max_gap
-        # Rounds between probes, and since the last probe (or since hope last promised nothing worth one).
-        self.gap, self.since_probe = probe_every, 0
-        self.probing = False  # the last choice was a probe
-        self.settled: str | None = None  # what the cautious evidence last chose (None: plain decoding)
+        self.rng = random.Random(seed)  # the Thompson draws' own: the sampler's stream is untouched
 
     def choose(self, sources: Sequence[str]) -> Choice:
         # 1. Learn before judging: each source's draft cost, then the plain step's pass time.
@@ -397,20 +404,19 @@ class CostPolicy:
         plain = self.costs.pass_seconds(1) if 1 in self.costs.verify else None
         if plain is None:
             return Choice(0, sources[0], None, "measuring a plain decode step")
-        # 2. The best draft the cautious evidence allows, against a plain step's rate.
+        # 2. Draw each source's alpha_1 from its posterior: the best draft for these draws.
         reach = self.trust_region(sources)
         plain_round = plain + (self.costs.overhead.mean or 0.0)  # plain decoding: 1 token per plain_round
-        source, k, gain = self.best(sources, reach, plain_round, z=self.costs.caution)
-        if (source if gain > 1.0 else None) != self.settled:  # the evidence changed its mind: probes start afresh
-            self.settled, self.gap, self.since_probe = source if gain > 1.0 else None, self.probe_every, 0
-        # 3. Now and then a probe of what hope says might beat it (plain decoding, or the source drafting).
-        probe = self.probe(sources, reach, plain_round, source if gain > 1.0 else None, max(gain, 1.0))
-        if probe is not None:
-            return probe
-        if gain <= 1.0:
-            return Choice(0, source, 1.0, f"plain decoding: the best draft ({source}, k={k}) would be {gain:.2f}x")
+        draws = {s: self.costs.draw_alpha_1(s, self.rng) for s in sources}
+        source, k, drawn_gain = self.best(sources, reach, plain_round, draws)
+        # 3. Plain decoding where no draw beats it; the reasons quote the evidence at face value.
+        _, _, gain = self.best([source], reach, plain_round)
+        if drawn_gain <= 1.0:
+            return Choice(0, source, 1.0, f"plain decoding: the best draft ({source}, k={k}) drew "
+                                          f"{drawn_gain:.2f}x (evidence: {gain:.2f}x)")
         # 4. Draft: with a stop rule where the source's confidence is calibrated, k becomes a cap.
-        return self.draft_choice(source, k, gain, reach, f"expected {gain:.2f}x plain decoding")
+        return self.draft_choice(source, k, drawn_gain, reach,
+                                 f"drew {drawn_gain:.2f}x plain decoding (evidence: {gain:.2f}x)")
 
     def draft_choice(self, source: str, k: int, gain: float, reach: int, why: str) -> Choice:
         """Draft k from source; a source whose confidence is calibrated drafts up to its reach instead
@@ -421,44 +427,6 @@ class CostPolicy:
         cap = max(k, min(self.k_max, self.depth_reach(source), reach - 1))
         return Choice(cap, source, gain, f"{source}, up to k={cap} while its confidence pays (best fixed k={k}: "
                                          f"{why})", stop)
-
-    def probe(self, sources: Sequence[str], reach: int, plain_round: float, drafting: str | None,
-              current: float) -> Choice | None:
-        """A probe, or None. Hope (alpha_1 taken one standard error high) names what might beat the
-        current choice (`current`: its gain over plain decoding, 1.0 when plain; `drafting`: its
-        source, None when plain). A source that is not being drafted is tested by no round, so its
-        evidence cannot improve on its own: without probes a thinly measured draft model would sit
-        behind a free but weak source (token recycling, prompt lookup) for a whole answer, and plain
-        decoding would be a state the policy cannot leave. No probe while hope promises no more than
-        NOISE over the current choice: it could not pay. Otherwise the gap between probes starts at
-        probe_every rounds when the hope is large, up to 8 times longer when close to NOISE, and each
-        probe that does not win the choice doubles it, up to max_gap (observe: a fully accepted probe
-        is followed by another at once). Hope picks what to probe; the evidence at face value picks
-        its k: hope's deeper positions borrow its high alpha_1 and would probe deep, where a probe
-        wrong at position 1 wastes the whole draft."""
-        rivals = [s for s in sources if s != drafting]
-        if not rivals:
-            return None
-        if drafting is not None and self.since_probe + 1 < self.probe_every:  # no probe can be due yet:
-            self.since_probe += 1  # skip pricing hope (on a small CPU model, a share of a round)
-            return None
-        hope_source, hope_k, hope = self.best(rivals, reach, plain_round, z=-self.costs.caution)
-        margin = hope / current - 1.0
-        if margin <= self.NOISE:
-            self.since_probe = 0
-            if drafting is None:
-                return Choice(0, hope_source, 1.0, f"plain decoding: even hoping, the best draft ({hope_source}, "
-                                                   f"k={hope_k}) would be {hope:.2f}x, within noise of plain")
-            return None
-        self.since_probe += 1
-        start_gap = self.probe_every * min(8.0, max(1.0, 0.2 / margin))
-        if self.since_probe < max(self.gap, start_gap):
-            return None
-        self.since_probe, self.gap = 0, min(2 * self.gap, self.max_gap)
-        self.probing = True
-        _, probe_k, _ = self.best([hope_source], reach, plain_round, z=0.0)
-        return self.draft_choice(hope_source, probe_k, hope, reach,
-                                 f"probing: up to {hope:.2f}x on the evidence so far, unproven")
 
     def trust_region(self, sources: Sequence[str]) -> int:
         """The widest target pass a choice may ask for: at most 2 beyond the widest timed (a seeded
@@ -486,12 +454,14 @@ class CostPolicy:
         return StopRule(lambda c: costs.calibration.acceptance(c, prior), tuple(alphas) or (prior,),
                         costs.draft.mean or 0.0, self.costs.pass_seconds, self.costs.overhead.mean or 0.0)
 
-    def best(self, sources: Sequence[str], reach: int, plain_round: float, z: float) -> tuple[str, int, float]:
+    def best(self, sources: Sequence[str], reach: int, plain_round: float,
+             alpha_1: dict[str, float] | None = None) -> tuple[str, int, float]:
         """The (source, k in 1..k_max) with the most expected tokens per second among those whose
         target pass is at most reach wide and whose depth is within the source's reach, and its
-        gain over plain decoding."""
+        gain over plain decoding; alpha_1 (per source) replaces the evidence's first position."""
+        alpha_1 = alpha_1 or {}
         # A tree of n nodes is at most n deep: deeper k would price tokens it cannot yield.
-        rates = {(s, k): rate for s in sources for k, rate in enumerate(self.rates(s, z, self.deepest(s)))
+        rates = {(s, k): rate for s in sources for k, rate in enumerate(self.rates(s, alpha_1.get(s), self.deepest(s)))
                  if 0 < k and verify_width(s, k) <= reach}
         source, k = max(rates, key=lambda sk: (rates[sk], -sk[1]))
         return source, k, rates[source, k] * plain_round
@@ -500,12 +470,12 @@ class CostPolicy:
         """The deepest k a choice may take from source: k_max, a tree's budget, a chain's reach."""
         return min(self.k_max, tree_budget(source) or self.depth_reach(source))
 
-    def rates(self, source: str, z: float | None = None, k_max: int | None = None) -> list[float]:
+    def rates(self, source: str, alpha_1: float | None = None, k_max: int | None = None) -> list[float]:
         """Expected tokens per second of drafting k = 0..k_max (the policy's, unless given) from
         source: E(k) / T(k), with T(k) = k c + v(k + 1) + the per-round overhead every round pays,
         plain ones included."""
         draft, overhead = self.costs.source(source).draft.mean, self.costs.overhead.mean or 0.0
-        expected = self.costs.expected_tokens_upto(source, self.k_max if k_max is None else k_max, z)
+        expected = self.costs.expected_tokens_upto(source, self.k_max if k_max is None else k_max, alpha_1)
         passes = self.costs.pass_seconds_many([self.width(source, k) for k in range(len(expected))])
         return [e / (k * draft + v + overhead) for k, (e, v) in enumerate(zip(expected, passes))]
 
@@ -517,12 +487,6 @@ class CostPolicy:
 
     def observe(self, round: RoundEvent, source: str) -> None:
         self.costs.observe(round, source)
-        if self.probing and round.drafted and round.accepted == round.tested_length:
-            # The probe was right all the way: probe again next round, at the gap it started from,
-            # until the evidence is thick enough for the cautious estimate to draft on its own.
-            self.gap = self.probe_every
-            self.since_probe = self.gap - 1
-        self.probing = False
 
 
 def verify_width(source: str, k: int) -> int:
