@@ -93,30 +93,54 @@ def _peer_turn(pair: Pair, request: Request, ids: list[int], clock: Clock) -> tu
 
 
 def answer_question(pair: Pair, question: spec_bench.Question, lanes: list[Method], base: Request,
-                    tables: dict[str, AdjacencyTable] | None = None) -> list[dict]:
-    """Every lane answers each turn; the history each next turn is asked after is the standard lane's.
+                    tables: dict[str, AdjacencyTable] | None = None, repeats: int = 1) -> list[dict]:
+    """Every lane answers each turn, `repeats` times interleaved (standard, each lane; standard, each
+    lane; ...); a turn's seconds are the median of its repeats, with every repeat's kept beside it.
+    The history each next turn is asked after is the standard lane's.
 
     Each lane drafts token recycling from a table of its own (tables, by label, kept across the
     questions of a run: its session), never from one a lane before it filled with this very turn's
-    answer; a cold lane from an empty one each turn."""
+    answer; a cold lane from an empty one each turn. Every repeat of a turn starts from what the lanes
+    had learned before it (Pair.learned, the recycling tables): a second repeat that drafted from a
+    table holding this turn's own answer, or from the cost policy's evidence of it, would measure
+    another thing than the first."""
     tables = {} if tables is None else tables
     answers: dict[str, list[dict]] = {spec_bench.BASELINE: [], **{m.label: [] for m in lanes}}
     history: tuple[tuple[str, str], ...] = ()
     identical: dict[str, bool] = {}
     for turn in question.turns:
         request = replace(base, prompt=turn, history=history)
-        run, standard = timed_turn(pair, None, request)
-        answers[spec_bench.BASELINE].append(run)
         for method in lanes:
             if not method.cold and method.label not in tables:
                 tables[method.label] = pair.new_recycling_table()
-            run, tokens = timed_turn(pair, method, request, None if method.cold else tables[method.label])
-            answers[method.label].append(run)
-            identical.setdefault(method.label, True)
-            identical[method.label] &= tokens == standard or not request.sampling.greedy
+        # 1. What the lanes knew before this turn: each repeat starts from it.
+        learned, saved = pair.learned(), {label: table.copy() for label, table in tables.items()}
+        runs: dict[str, list[dict]] = {label: [] for label in answers}
+        for repeat in range(repeats):
+            if repeat:
+                pair.restore_learned(learned)
+                tables.update({label: table.copy() for label, table in saved.items()})
+            # 2. Standard decoding, then each lane, one at a time (lanes never overlap while timed).
+            run, standard = timed_turn(pair, None, request)
+            runs[spec_bench.BASELINE].append(run)
+            for method in lanes:
+                run, tokens = timed_turn(pair, method, request, None if method.cold else tables[method.label])
+                runs[method.label].append(run)
+                identical.setdefault(method.label, True)
+                identical[method.label] &= tokens == standard or not request.sampling.greedy
+        # 3. The median repeat stands for the turn.
+        for label, repeated in runs.items():
+            answers[label].append(median_run(repeated))
         history = history + ((turn, pair.tokenizer.decode(standard, skip_special_tokens=True)),)
     return [{"question_id": question.id, "category": question.category, "method": label, "turns": turns,
              "identical": identical.get(label, True)} for label, turns in answers.items()]
+
+
+def median_run(runs: list[dict]) -> dict:
+    """One turn's repeats as one: the run of median seconds (the lower middle of an even count), with
+    every repeat kept beside it (its seconds and tokens per pass) for the spread."""
+    middle = sorted(runs, key=lambda run: run["seconds"])[(len(runs) - 1) // 2]
+    return {**middle, "repeats": [{"seconds": run["seconds"], "accept_lengths": run["accept_lengths"]} for run in runs]}
 
 
 def run(args, pair: Pair, log) -> dict:
@@ -133,7 +157,7 @@ def run(args, pair: Pair, log) -> dict:
     answers, tables = [], {}  # each lane's recycling table, warming over the run (answer_question)
     for number, question in enumerate(questions, 1):
         log(f"[{number}/{len(questions)}] {question.id} ({question.category}, {len(question.turns)} turns)")
-        answers += answer_question(pair, question, lanes, base, tables)
+        answers += answer_question(pair, question, lanes, base, tables, args.repeats or 1)
     return {"meta": meta(args, pair, questions, sampling), "answers": answers}
 
 
@@ -141,6 +165,7 @@ def meta(args, pair: Pair, questions: list[spec_bench.Question], sampling: Sampl
     per_task = {task: sum(q.task == task for q in questions) for task in spec_bench.TASKS}
     return {"machine": machine(), "suite": str(args.suite), "per_category": args.per_category,
             "sample_seed": args.sample_seed, "questions": len(questions), "per_task": per_task,
+            "repeats": args.repeats or 1,
             "max_new_tokens": args.max_new_tokens or 128, "temperature": sampling.temperature,
             "target": pair.target.name, "draft": pair.draft.name if pair.draft else None,
             "draft_quantize": pair.draft.quantize if pair.draft else None, "dtype": str(pair.target.dtype),
@@ -153,9 +178,14 @@ def caption(meta: dict) -> str:
     sizes = ", ".join(f"{task} {n}" for task, n in meta["per_task"].items())
     return (f"**Spec-Bench-style leaderboard.** {pair}; {meta['device']}, {meta['dtype']}, engine {meta['engine']}; "
             f"{meta['machine']['cpu']}, {meta['machine']['cores']} cores; temperature {meta['temperature']}; "
-            f"{meta['max_new_tokens']} new tokens a turn; {meta['questions']} questions from {meta['suite']} "
+            f"{meta['max_new_tokens']} new tokens a turn; {_repeats(meta)}{meta['questions']} questions from {meta['suite']} "
             f"({sizes}; {meta['per_category']} per category, seed {meta['sample_seed']}). Speedup over our standard "
             "decoding as Spec-Bench's evaluation/speed.py computes it.")
+
+
+def _repeats(meta: dict) -> str:
+    repeats = meta.get("repeats", 1)
+    return f"each turn the median of {repeats} interleaved repeats; " if repeats > 1 else "one run a turn; "
 
 
 def report(results: dict) -> str:

@@ -2,6 +2,7 @@
 CLI, the app and the benchmarks share."""
 from __future__ import annotations
 
+import copy
 import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -170,6 +171,14 @@ class Pair:
         if self._evidence and request.drafter in ("recycling", "mixed"):
             parts.append(f"table={self._evidence}")
         return "|".join(parts)
+
+    def learned(self) -> dict[str, CostModel]:
+        """A copy of what the cost policy has learned on this pair (restore_learned puts it back):
+        a benchmark's repeats each start from the same knowledge."""
+        return copy.deepcopy(self.costs)  # one deepcopy: the setups still share their pass times
+
+    def restore_learned(self, learned: dict[str, CostModel]) -> None:
+        self.costs = copy.deepcopy(learned)
 
     def cost_model(self, request: Request) -> CostModel:
         """The setup's cost model, sharing the target's pass times with every other setup's."""

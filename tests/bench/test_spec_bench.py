@@ -3,6 +3,8 @@ is known, and a two-turn conversation answered identically by every greedy lane.
 import json
 from types import SimpleNamespace
 
+from dataclasses import replace
+
 import pytest
 
 from helpers import loaded, perturbed, tiny_model, word_tokenizer
@@ -86,6 +88,35 @@ def test_two_turn_conversations_are_answered_identically_by_every_greedy_lane():
     second = Request("w22 w31 w5", 24, raw=True, history=(("w5 w9 w14 w5 w9", "earlier answer"),))
     assert pair.prompt_ids(second)[: len(pair.prompt_ids(Request("w5 w9 w14 w5 w9", 24, raw=True)))] == \
         pair.prompt_ids(Request("w5 w9 w14 w5 w9", 24, raw=True))  # the history comes first
+
+
+def test_repeats_are_interleaved_and_each_starts_from_what_the_lanes_knew_before_the_turn():
+    """Two repeats a turn: the turn's seconds are one of its repeats' (the lower middle), every repeat
+    is kept, and the second repeat drafts token recycling from the table as it was before the turn:
+    a greedy lane at a fixed k then drafts and is accepted exactly as in the first. Drafting from the
+    table the first repeat filled with this very answer, it would be accepted more."""
+    tokenizer = word_tokenizer(96)
+    target = tiny_model("llama", seed=7)
+    pair = Pair(loaded(target, tokenizer), loaded(perturbed(target, 0.03), tokenizer, "draft"))
+    question = spec_bench.Question("c1", "coding", ("w5 w9 w14 w5 w9 w22", "w22 w31 w5"))
+    base = Request("", 24, Sampling(), Speculation(k=4), raw=True)
+    lanes = [m for m in spec_bench_run.methods(True, 4) if m.label in ("token recycling (k=4)", "auto")]
+    answers = spec_bench_run.answer_question(pair, question, lanes, base, {}, repeats=2)
+    for answer in answers:
+        assert answer["identical"] and len(answer["turns"]) == 2
+        for turn in answer["turns"]:
+            repeats = turn["repeats"]
+            assert len(repeats) == 2 and turn["seconds"] == min(r["seconds"] for r in repeats)
+    recycling = next(a for a in answers if a["method"] == "token recycling (k=4)")
+    for turn in recycling["turns"]:
+        first, second = (r["accept_lengths"] for r in turn["repeats"])
+        assert first == second
+    # Without the restore the second repeat reads the first's answer from the table.
+    table = pair.new_recycling_table()
+    request = replace(base, prompt=question.turns[0])
+    first = spec_bench_run.timed_turn(pair, lanes[0], request, table)[0]["accept_lengths"]
+    again = spec_bench_run.timed_turn(pair, lanes[0], request, table)[0]["accept_lengths"]
+    assert len(again) < len(first)
 
 
 def test_the_report_states_its_setup(tmp_path):

@@ -40,6 +40,8 @@ target (tree_verify.py); what the table holds changes only how much is accepted,
 """
 from __future__ import annotations
 
+import copy
+
 import heapq
 
 import torch
@@ -107,6 +109,10 @@ class AdjacencyTable:
     @property
     def filled(self) -> int:
         return int((self.rows[:, 0] >= 0).sum())
+
+    def copy(self) -> "AdjacencyTable":
+        """An independent table with the same rows and rank statistics (a bench repeat's start)."""
+        return copy.deepcopy(self)
 
 
 class RecyclingDrafter(DrafterBase):
