@@ -55,6 +55,11 @@ class Choice:
     stop: StopRule | None = None  # ends a model draft before k once one more token would not pay
 
 
+# A drafter with nothing to offer this round (the mixed drafter where the context does not repeat and
+# token recycling's table has no row for the last token): a plain step, whatever the policy.
+NOTHING_TO_DRAFT = Choice(0, "", None, "plain decoding: no source has a draft here")
+
+
 class FixedPolicy:
     """k every round, from the drafter's first source (a hybrid lists prompt lookup first when it
     has a match: it costs nothing)."""
@@ -65,7 +70,7 @@ class FixedPolicy:
         self.k = k
 
     def choose(self, sources: Sequence[str]) -> Choice:
-        return Choice(self.k, sources[0])
+        return Choice(self.k, sources[0]) if sources else NOTHING_TO_DRAFT
 
     def observe(self, round: RoundEvent, source: str) -> None:
         pass
@@ -80,7 +85,7 @@ class HeuristicPolicy:
         self.k, self.k_max = k, k_max
 
     def choose(self, sources: Sequence[str]) -> Choice:
-        return Choice(self.k, sources[0])
+        return Choice(self.k, sources[0]) if sources else NOTHING_TO_DRAFT
 
     def observe(self, round: RoundEvent, source: str) -> None:
         if round.drafted:
@@ -264,12 +269,11 @@ class CostModel:
         # A draft model that first reads a long stretch it sat out (or the whole prompt) pays a
         # prefill, not its cost per token: learning c from it would price the model out for good.
         steady = not prefill and round.catch_up <= CATCH_UP_LIMIT
-        costs = self.source(source)
-        costs.observe(round.tested_length, round.accepted, proposing / round.draft_length if steady and round.drafted
-                      else None)
-        if round.tree is None:
-            costs.calibration.observe(round.confidences, round.accepted)
-        if round.drafted:
+        if round.drafted:  # what a source shows (a plain round, chosen or with nothing to draft, shows none)
+            costs = self.source(source)
+            costs.observe(round.tested_length, round.accepted, proposing / round.draft_length if steady else None)
+            if round.tree is None:
+                costs.calibration.observe(round.confidences, round.accepted)
             costs.width.add(len(round.drafted) + 1)
         if round.k == 0:  # a plain round: time passes for every source's evidence
             for other in self.sources.values():
@@ -390,6 +394,8 @@ class CostPolicy:
         self.rng = random.Random(seed)  # the Thompson draws' own: the sampler's stream is untouched
 
     def choose(self, sources: Sequence[str]) -> Choice:
+        if not sources:
+            return NOTHING_TO_DRAFT
         # 1. Learn before judging: each source's draft cost, then the plain step's pass time.
         unmeasured = [s for s in sources if self.costs.source(s).draft.mean is None]
         if unmeasured:
@@ -503,7 +509,8 @@ class Policy(Protocol):
     name: str
 
     def choose(self, sources: Sequence[str]) -> Choice:
-        """This round's k and source, from what earlier rounds showed (never from this round's)."""
+        """This round's k and source, from what earlier rounds showed (never from this round's); k = 0
+        where sources is empty (nothing to draft from)."""
         ...
 
     def observe(self, round: RoundEvent, source: str) -> None: ...

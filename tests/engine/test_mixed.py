@@ -55,7 +55,7 @@ def test_mixed_offers_lookups_only_where_the_context_repeats_and_recycling_where
     assert drafter.sources([5, 9, 14, 22]) == ("draft-model", "draft-tree:8", "recycling:8", *smaller)
     assert drafter.sources([5, 9, 14, 21]) == ("draft-model", "draft-tree:8")  # 21 never read: no row
     alone = make_drafter("mixed", None, llama.vocab_size, target=lane, tree=TreeShape(8, 2))
-    assert alone.sources([5, 9, 14, 21]) == ("prompt-lookup",)  # nothing to offer: an empty lookup, a plain step
+    assert alone.sources([5, 9, 14, 21]) == ()  # nothing to draft from: the policy decodes plainly
     alone.observe([21], torch.randn(1, llama.vocab_size))
     assert alone.sources([5, 9, 14, 21]) == ("recycling:8", *smaller)
     assert alone.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8")  # 14 not read by this table

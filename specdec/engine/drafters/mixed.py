@@ -58,7 +58,7 @@ class MixedDrafter:
     def sources(self, ids: list[int]) -> tuple[Source, ...]:
         """Each member's first source, then token recycling's smaller trees; lookup members only where
         the last n-gram occurred before, token recycling only where the table has a row for the last
-        token (with nothing else to offer, prompt lookup, whose draft is then empty: a plain step).
+        token. None at all where nothing has a draft: the policy decodes plainly (Policy.choose).
         A source offered with no draft to make would cost a round its choice and teach the policy
         nothing (an empty round tests no position), so a free source that is often empty would be
         chosen again and again over a draft model that pays."""
@@ -71,7 +71,7 @@ class MixedDrafter:
         # should reach the draft model before it has tried every tree size.
         smaller = [s for m in members if isinstance(m, RecyclingDrafter) for s in m.sources(ids)[1:]]
         offered = tuple(m.sources(ids)[0] for m in members) + tuple(smaller)
-        return offered or self.matcher.sources(ids)
+        return offered
 
     def observe(self, fed: list[int], logits: torch.Tensor) -> None:
         for member in self.members:
