@@ -221,6 +221,9 @@ class CostModel:
     and acceptance. Round 0 carries both models' prefill and the first pass at each width carries
     one-time costs (kernel selection, allocator growth), so neither is learned from."""
 
+    PASS_PRIOR = 3.0  # passes a warm-up or interpolated pass time counts as (learn_pass)
+    OUTLIER = 1.5  # the most one pass counts for, as a multiple of the estimate so far
+
     def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
         self.verify: dict[int, Decayed] = {}  # tokens in the target pass -> seconds
@@ -283,17 +286,35 @@ class CostModel:
         self.overhead.add(round.policy_seconds)
         width = len(round.drafted) + 1
         if width in self.seen_widths:
-            self.verify.setdefault(width, Decayed(self.decay)).add(round.verify_seconds)
+            self.learn_pass(width, round.verify_seconds)
         self.seen_widths.add(width)
+
+    def learn_pass(self, width: int, seconds: float) -> None:
+        """One timed target pass over width tokens. A width never timed starts from what the widths
+        around it say (pass_seconds), worth PASS_PRIOR passes, and no pass counts for more than
+        OUTLIER times the estimate so far: on a shared CPU one pass in a few dozen runs 2-3x long (a
+        neighbour's burst, a page fault), and a width timed by only such a pass priced every draft
+        that would use it out of reach (on the Qwen pair v(4) read 250 ms between v(3) and v(5) at
+        150 ms, and the stop rule, seeing one more token cost 100 ms, ended every model draft at 2).
+        A lasting change still shows: each pass moves the estimate by up to OUTLIER."""
+        known = self.verify.get(width)
+        if known is None:
+            guess = self.pass_seconds(width)
+            known = self.verify[width] = Decayed(self.decay)
+            if guess is not None:
+                known.add(guess, self.PASS_PRIOR)
+        if known.mean is not None:
+            seconds = min(seconds, self.OUTLIER * known.mean)
+        known.add(seconds)
 
     def seed_verify(self, table) -> None:
         """Start v(n) from a table measured at warm-up (verify_costs.VerifyCosts): each width enters as
-        one observation, which the rounds' own passes then outweigh as it decays. Seeded widths count
-        as measured, so the trust region starts at the table's widest rather than at nothing."""
+        PASS_PRIOR passes, which the rounds' own then outweigh as they decay. Seeded widths count as
+        measured, so the trust region starts at the table's widest rather than at nothing."""
         for width, seconds in zip(table.widths, table.seconds):
             if width not in self.verify:
                 self.verify[width] = Decayed(self.decay)
-                self.verify[width].add(seconds)
+                self.verify[width].add(seconds, self.PASS_PRIOR)
             self.seen_widths.add(width)
 
     def pass_seconds(self, width: float) -> float | None:

@@ -12,6 +12,7 @@ from specdec import CachedModel, ModelDrafter, Pair, PromptLookupDrafter, Reques
     speculative_decode, standard_decode
 from specdec.engine.drafters import HybridDrafter, make_drafter, needs_draft_model
 from specdec.engine.events import ACCEPTED, CORRECTED, RoundEvent
+from specdec.engine.verify_costs import VerifyCosts
 from specdec.engine.policy import Choice, CostModel, CostPolicy, FixedPolicy, HeuristicPolicy, make_policy
 
 MODEL, LOOKUP = "draft-model", "prompt-lookup"
@@ -28,6 +29,7 @@ def teach(v: dict, c: float, alpha: float, depth: int, source=MODEL, rounds=200,
     and rounds of `depth` drafts accepted position by position with probability alpha (exact
     long-run shares, laid out deterministically)."""
     model = CostModel(decay=decay)
+    model.seed_verify(VerifyCosts(tuple(sorted(v)), tuple(v[n] for n in sorted(v)), context=64))
     for n, seconds in v.items():
         for i in (1, 2):  # the first pass at a width is never learned from
             model.observe(rnd(i, n - 1, 0, draft_s=c * (n - 1), verify_s=seconds), source)
@@ -114,14 +116,29 @@ def test_thompson_draws_spread_with_thin_evidence_and_gather_with_thick():
 
 
 def test_unmeasured_widths_are_read_off_the_measured_ones():
-    model = CostModel(decay=1.0)
+    model = CostModel(decay=0.5)
     for width, seconds in [(1, 1.0), (3, 2.0), (5, 2.2)]:
-        for i in (1, 2):
-            model.observe(rnd(i, width - 1, 0, verify_s=seconds), MODEL)
-    assert model.pass_seconds(3) == 2.0  # measured
+        for i in range(30):  # the first pass at a width is not learned from; the rest outweigh its guess
+            model.observe(rnd(i + 1, width - 1, 0, verify_s=seconds), MODEL)
+    assert model.pass_seconds(3) == pytest.approx(2.0)  # measured
     assert model.pass_seconds(2) == pytest.approx(1.5)  # between its neighbours
     assert model.pass_seconds(4) == pytest.approx(2.1)  # a table, not one line: 3 -> 5 is flatter
     assert model.pass_seconds(9) == pytest.approx(2.2)  # past the widest: as the widest, to be tried
+
+
+def test_one_long_pass_does_not_price_a_width_out_but_a_lasting_change_shows():
+    """A shared CPU runs one pass in a few dozen 2-3x long. A width first timed by such a pass starts
+    from its neighbours' line and moves by at most OUTLIER; a machine that really got slower is
+    followed within a few dozen passes."""
+    table = VerifyCosts((1, 3, 5), (1.0, 1.1, 1.2), context=64)
+    model = CostModel(decay=0.9)
+    model.seed_verify(table)
+    for i, seconds in enumerate([9.9, 3.0]):  # width 4: the first pass is not learned from, the next ran long
+        model.observe(rnd(i + 1, 3, 0, verify_s=seconds), MODEL)
+    assert model.pass_seconds(4) < 1.35  # guessed 1.15, the long pass clipped to OUTLIER x 1.15 (unclipped: 1.65)
+    for i in range(40):
+        model.observe(rnd(10 + i, 4, 0, verify_s=2.4), MODEL)  # width 5, twice as slow, again and again
+    assert model.pass_seconds(5) == pytest.approx(2.4, rel=0.05)
 
 
 def test_decay_follows_a_change_of_regime():
