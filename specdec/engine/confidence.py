@@ -17,15 +17,20 @@ Beta prior would, so a thin bin borrows from the rest.
 The rule. Having drafted j tokens with confidences c_1..c_j, the chance all j survive verification is
 s_j = a(c_1) ... a(c_j), and the round, if it stopped now, would yield E_j = 1 + s_1 + ... + s_j
 tokens in T_j = j d + v(j + 1) + o seconds (d: the draft's seconds per token, v(n): a target pass over
-n tokens, o: the round's overhead). One more token, whose confidence is not known before it is
-drafted, adds s_j * a_bar tokens in expectation (a_bar: the source's acceptance at that position) and
-dT = d + v(j + 2) - v(j + 1) seconds. The round's rate E/T rises with it exactly when
+n tokens, o: the round's overhead). Tokens not yet drafted have unknown confidences, so each is
+expected at its position's average acceptance a_bar_m: drafting on to m > j would yield
+E_m = E_j + s_j (a_bar_{j+1} + a_bar_{j+1} a_bar_{j+2} + ...) in T_m = m d + v(m + 1) + o. The draft
+goes on while some m up to the round's cap beats stopping now,
 
-    s_j * a_bar / dT  >  E_j / T_j,
+    max_{j < m <= horizon} E_m / T_m  >  E_j / T_j,
 
-so the draft goes on while that holds and stops at once when it fails. The threshold on confidence
-this implies is neither fixed nor global: it moves with the verify-cost table (a cheap wide pass keeps
-drafts going), the draft's cost, and how well this draft agrees with this target on this text.
+and stops at once when none does. Looking one token ahead (m = j + 1 only) is SpecDec++'s rule, and
+is enough where v(n) is convex; on a CPU it is not (verify_costs.py: on the Qwen pair a pass over 5
+tokens costs less than one over 3), and a myopic rule, seeing the third token cost more than it
+brings, stopped drafts at 2 that the fourth and fifth would have paid for. The threshold on
+confidence this implies is neither fixed nor global: it moves with the verify-cost table (a cheap
+wide pass keeps drafts going), the draft's cost, and how well this draft agrees with this target on
+this text.
 
 Exactness. The rule reads only the draft's own probabilities and earlier rounds' measurements, never
 the target's output for this round, so the draft length is a stopping time of the draft's own draws
@@ -92,25 +97,30 @@ class Calibration:
 
 @dataclass(frozen=True)
 class StopRule:
-    """The marginal-rate rule of the module docstring, frozen at the start of a round from the cost
-    model: accept(c) -> a(c); position_alpha[i] -> a_bar at position i + 1; pass_seconds(n) -> v(n)."""
+    """The rule of the module docstring, frozen at the start of a round from the cost model:
+    accept(c) -> a(c); position_alpha[i] -> a_bar at position i + 1 (the last for deeper ones);
+    pass_seconds(n) -> v(n); horizon: the deepest the round may draft."""
 
     accept: Callable[[float], float]
     position_alpha: Sequence[float]
     draft_seconds: float
     pass_seconds: Callable[[int], float]
     overhead: float = 0.0
+    horizon: int = 8
 
     def keep_drafting(self, confidences: Sequence[float]) -> bool:
-        """After drafting len(confidences) tokens: is one more worth its cost?"""
+        """After drafting len(confidences) tokens: would drafting on to some depth up to the horizon
+        raise the round's expected rate?"""
         j = len(confidences)
         survive, expected = 1.0, 1.0
         for confidence in confidences:
             survive *= self.accept(confidence)
             expected += survive
-        spent = j * self.draft_seconds + self.pass_seconds(j + 1) + self.overhead
-        a_bar = self.position_alpha[min(j, len(self.position_alpha) - 1)] if self.position_alpha else 0.5
-        added = self.draft_seconds + self.pass_seconds(j + 2) - self.pass_seconds(j + 1)
-        if added <= 0:  # a wider pass measured no dearer: the token is free
-            return survive * a_bar > 0
-        return survive * a_bar * spent > added * expected
+        now = expected / (j * self.draft_seconds + self.pass_seconds(j + 1) + self.overhead)
+        alphas = self.position_alpha or (0.5,)
+        for m in range(j + 1, max(self.horizon, j + 1) + 1):
+            survive *= alphas[min(m - 1, len(alphas) - 1)]
+            expected += survive
+            if expected / (m * self.draft_seconds + self.pass_seconds(m + 1) + self.overhead) > now:
+                return True
+        return False

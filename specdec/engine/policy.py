@@ -403,7 +403,7 @@ class CostPolicy:
 
     Confidence. Once a model source has shown how its acceptance follows its own confidence
     (MIN_CALIBRATION tested positions), its rounds draft up to the reach and stop at the first
-    token after which one more would not pay (confidence.StopRule); k is then a cap."""
+    token after which drafting on would not pay (confidence.StopRule); k is then a cap."""
 
     name = "cost"
     MIN_CALIBRATION = 8
@@ -447,11 +447,11 @@ class CostPolicy:
 
     def draft_choice(self, source: str, k: int, gain: float, reach: int, why: str) -> Choice:
         """Draft k from source; a source whose confidence is calibrated drafts up to its reach instead
-        and stops where one more token would not pay (confidence.StopRule)."""
-        stop = self.stop_rule(source)
+        and stops where drafting on would not pay (confidence.StopRule)."""
+        cap = max(k, min(self.k_max, self.depth_reach(source), reach - 1))
+        stop = self.stop_rule(source, cap)
         if stop is None:
             return Choice(k, source, gain, f"{source}, k={k}: {why}")
-        cap = max(k, min(self.k_max, self.depth_reach(source), reach - 1))
         return Choice(cap, source, gain, f"{source}, up to k={cap} while its confidence pays (best fixed k={k}: "
                                          f"{why})", stop)
 
@@ -469,8 +469,8 @@ class CostPolicy:
         MIN_REACH (a pass over 5 tokens costs about one step on a GPU or the fast CPU engine)."""
         return max(self.MIN_REACH, 2 * self.costs.source(source).tested_depth)
 
-    def stop_rule(self, source: str) -> StopRule | None:
-        """The source's marginal-rate stop rule, once its acceptance by confidence is measured."""
+    def stop_rule(self, source: str, horizon: int) -> StopRule | None:
+        """The source's stop rule up to horizon tokens, once its acceptance by confidence is measured."""
         costs = self.costs.source(source)
         # (A tolerance: a request starts with its calibration capped at CARRIED_EVIDENCE, which may
         # equal MIN_CALIBRATION and lose the last bit to rounding.)
@@ -478,8 +478,11 @@ class CostPolicy:
             return None
         prior = costs.alpha(1, (self.costs.prior_alpha, self.costs.prior_weight)) or self.costs.prior_alpha
         alphas = [costs.alpha(i, (prior, self.costs.prior_weight)) or prior for i in range(1, costs.tested_depth + 1)]
+        # v(1..horizon + 1), read off the table once: the rule asks for them after every drafted token.
+        passes = tuple(self.costs.pass_seconds_many(range(1, horizon + 2)))
         return StopRule(lambda c: costs.calibration.acceptance(c, prior), tuple(alphas) or (prior,),
-                        costs.draft.mean or 0.0, self.costs.pass_seconds, self.costs.overhead.mean or 0.0)
+                        costs.draft.mean or 0.0, lambda n: passes[min(n, len(passes)) - 1],
+                        self.costs.overhead.mean or 0.0, horizon)
 
     def best(self, sources: Sequence[str], reach: int, plain_round: float,
              alpha_1: dict[str, float] | None = None) -> tuple[str, int, float]:
