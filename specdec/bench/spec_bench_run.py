@@ -214,6 +214,8 @@ def main(args, pair_loader, log=lambda m: print(m, file=sys.stderr)) -> None:
 
 
 def section_key(meta: dict) -> str:
-    """The pair a leaderboard measured, as its report section's name."""
+    """The pair a leaderboard measured, and its temperature when it sampled, as its report section's
+    name: a sampled run of a pair has a section beside its greedy one."""
     quantize = f" ({meta['draft_quantize']})" if meta.get("draft_quantize") else ""
-    return meta["target"] + (f" + {meta['draft']}{quantize}" if meta.get("draft") else " alone")
+    sampled = f", temperature {meta['temperature']}" if meta.get("temperature") else ""
+    return meta["target"] + (f" + {meta['draft']}{quantize}" if meta.get("draft") else " alone") + sampled

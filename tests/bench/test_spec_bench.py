@@ -129,6 +129,13 @@ def test_the_report_states_its_setup(tmp_path):
     assert "t (no draft model); cpu, float32, engine fast" in text and "64 new tokens" in text and "not a like-for-like" in text
 
 
+def test_a_sampled_run_has_its_own_report_section_beside_the_greedy_one():
+    meta = {"target": "q", "draft": "d", "draft_quantize": "int8", "temperature": 0.0}
+    assert spec_bench_run.section_key(meta) == "q + d (int8)"
+    assert spec_bench_run.section_key({**meta, "temperature": 0.7}) == "q + d (int8), temperature 0.7"
+    assert spec_bench_run.section_key({"target": "s", "draft": None, "temperature": 0.7}) == "s alone, temperature 0.7"
+
+
 def test_a_leaderboard_lands_in_the_report_as_its_pairs_section_and_stays(tmp_path):
     """Issue #21: a Spec-Bench run with --report docs/BENCHMARKS.md puts its table into that file as
     its pair's section: a second run of the pair replaces it, another pair's is added, and the grid's
