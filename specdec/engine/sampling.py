@@ -25,16 +25,46 @@ def probs_from_logits(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
         x = x.masked_fill(x < kth, float("-inf"))
     probs = torch.softmax(x, dim=-1)
     if sampling.top_p < 1.0:
-        sorted_p, order = torch.sort(probs, dim=-1, descending=True)
-        # Keep a token while the mass before it is still short of top_p. The most probable token
-        # always stays, even when top_p rounds to 0 in float32 (below ~1e-45): an empty nucleus would
-        # renormalise 0 / 0 into NaN.
-        drop_sorted = (sorted_p.cumsum(-1) - sorted_p) >= sampling.top_p
-        drop_sorted[..., 0] = False
-        drop = drop_sorted.scatter(-1, order, drop_sorted)
-        probs = probs.masked_fill(drop, 0.0)
+        probs = probs.masked_fill(outside_nucleus(probs, sampling.top_p), 0.0)
         probs = probs / probs.sum(-1, keepdim=True)
     return probs
+
+
+NUCLEUS_CANDIDATES = 1024  # how many of the most probable tokens outside_nucleus looks at first
+
+
+def outside_nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """The tokens outside each row's top-p nucleus: in descending order of probability, a token stays
+    while the mass before it is still short of top_p. The most probable token always stays, even when
+    top_p rounds to 0 in float32 (below ~1e-45): an empty nucleus would renormalise 0 / 0 into NaN.
+
+    Sorting a whole vocabulary is the dearest step of sampling on a CPU (a sort of 49k-152k floats per
+    verified position; a tree round verifies up to 17), and the nucleus is nearly always among the
+    first few hundred tokens. So the NUCLEUS_CANDIDATES most probable come first (topk, descending):
+    where they hold top_p of a row's mass, every token past them has at least top_p before it and is
+    dropped, so the nucleus is the full sort's. Only a row whose candidates hold less (a flat
+    distribution) is sorted whole. Each row's nucleus depends on that row alone, as a sort's does
+    (equally probable tokens at the edge may be taken in another order than a sort's, which picks
+    among them arbitrarily too): the standard lane's one row and a verify pass's many agree."""
+    rows = probs.reshape(-1, probs.shape[-1])
+    top, order = torch.topk(rows, min(NUCLEUS_CANDIDATES, rows.shape[-1]), dim=-1)
+    keep, held = _nucleus(top, order, top_p, rows.shape)
+    short = ~held  # rows whose candidates hold less than top_p: sorted whole, each on its own
+    if bool(short.any()):
+        keep[short] = _nucleus(*torch.sort(rows[short], dim=-1, descending=True), top_p, rows[short].shape)[0]
+    return ~keep.reshape(probs.shape)
+
+
+def _nucleus(top: torch.Tensor, order: torch.Tensor, top_p: float, shape: torch.Size
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """From rows' most probable tokens in descending order (top: their probabilities, order: their
+    ids): which tokens of each row stay, and whether the given tokens held top_p of its mass (when
+    they did not, a token past them might have stayed)."""
+    cumulative = top.cumsum(-1)
+    drop = (cumulative - top) >= top_p
+    drop[..., 0] = False
+    keep = torch.zeros(shape, dtype=torch.bool, device=top.device).scatter_(-1, order, ~drop)
+    return keep, cumulative[..., -1] >= top_p
 
 
 def sample_from(probs: torch.Tensor, u: float) -> int:

@@ -69,3 +69,29 @@ def test_bad_k_names_the_limit():
 def test_bad_confidence_names_the_limit(bad):
     with pytest.raises(ValueError, match=r"confidence must be in \[0, 1\)"):
         Speculation(k=4, confidence=bad)
+
+
+def sorted_nucleus(probs, top_p):
+    """The nucleus by a full sort of every row: the reference outside_nucleus must match."""
+    top, order = torch.sort(probs, dim=-1, descending=True)
+    drop = (top.cumsum(-1) - top) >= top_p
+    drop[..., 0] = False
+    return drop.scatter(-1, order, drop)
+
+
+def test_the_nucleus_from_the_top_candidates_is_the_full_sorts(monkeypatch):
+    """With 8 candidates out of 96 tokens: peaked rows are settled by their top 8, a flat row is sorted
+    whole, and in one batch each row gets the nucleus a full sort gives it, as it would alone."""
+    from specdec.engine import sampling
+
+    monkeypatch.setattr(sampling, "NUCLEUS_CANDIDATES", 8)
+    generator = torch.Generator().manual_seed(3)
+    peaked = torch.randn(5, 96, generator=generator) * 4
+    flat = torch.randn(1, 96, generator=generator) * 0.1
+    logits = torch.cat([peaked, flat])
+    for top_p in (0.05, 0.5, 0.9, 0.99):
+        probs = torch.softmax(logits, -1)
+        assert torch.equal(sampling.outside_nucleus(probs, top_p), sorted_nucleus(probs, top_p))
+        for row in range(len(logits)):
+            assert torch.equal(sampling.outside_nucleus(probs[row], top_p), sorted_nucleus(probs[row], top_p))
+    assert (~sorted_nucleus(torch.softmax(flat, -1), 0.9)).sum() > 8  # the flat row needed its sort
