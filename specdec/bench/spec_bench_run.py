@@ -113,8 +113,9 @@ def answer_question(pair: Pair, question: spec_bench.Question, lanes: list[Metho
         for method in lanes:
             if not method.cold and method.label not in tables:
                 tables[method.label] = pair.new_recycling_table()
-        # 1. What the lanes knew before this turn: each repeat starts from it.
-        learned, saved = pair.learned(), {label: table.copy() for label, table in tables.items()}
+        # 1. What the lanes knew before this turn: each repeat starts from it (one run needs no copy).
+        if repeats > 1:
+            learned, saved = pair.learned(), {label: table.copy() for label, table in tables.items()}
         runs: dict[str, list[dict]] = {label: [] for label in answers}
         for repeat in range(repeats):
             if repeat:

@@ -157,16 +157,15 @@ class SourceCosts:
         mean, weight = prior
         return (kept.total + mean * weight) / (kept.weight + weight)
 
-    def draw_alpha(self, position: int, prior: tuple[float, float], rng: random.Random) -> float | None:
+    def draw_alpha(self, position: int, prior: tuple[float, float], rng: random.Random) -> float:
         """A draw from the Beta posterior of alpha at `position` (Thompson sampling): the evidence as
         kept / tested counts on top of the prior's (mean, weight). Thin evidence draws widely, thick
-        evidence close to its mean; None when the position was never tested."""
-        if position > len(self.kept):
-            return None
-        kept, (mean, weight) = self.kept[position - 1], prior
+        evidence close to its mean, a position never tested from the prior alone."""
+        kept = self.kept[position - 1] if position <= len(self.kept) else Decayed(self.decay)
+        mean, weight = prior
         hits, misses = kept.total + mean * weight, kept.weight - kept.total + (1 - mean) * weight
-        if hits <= 0 or misses <= 0:  # no prior and all one way: the posterior is a point
-            return self.alpha(position, prior)
+        if hits <= 0 or misses <= 0:  # no prior and all one way (or nothing at all): a point
+            return hits / (hits + misses) if hits + misses > 0 else mean
         return rng.betavariate(hits, misses)
 
     def age(self) -> None:
@@ -352,12 +351,8 @@ class CostModel:
         return out
 
     def draw_alpha_1(self, source: str, rng: random.Random) -> float:
-        """A Thompson draw of the source's alpha_1 (SourceCosts.draw_alpha); the prior's own draw
-        when position 1 was never tested."""
-        prior = (self.prior_alpha, self.prior_weight)
-        drawn = self.source(source).draw_alpha(1, prior, rng)
-        return drawn if drawn is not None else rng.betavariate(self.prior_alpha * self.prior_weight + 1e-9,
-                                                               (1 - self.prior_alpha) * self.prior_weight + 1e-9)
+        """A Thompson draw of the source's alpha_1 (SourceCosts.draw_alpha)."""
+        return self.source(source).draw_alpha(1, (self.prior_alpha, self.prior_weight), rng)
 
 
 def _interpolate(known: list[tuple[int, float]], width: float) -> float | None:

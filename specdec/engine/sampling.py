@@ -51,7 +51,8 @@ def outside_nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     keep, held = _nucleus(top, order, top_p, rows.shape)
     short = ~held  # rows whose candidates hold less than top_p: sorted whole, each on its own
     if bool(short.any()):
-        keep[short] = _nucleus(*torch.sort(rows[short], dim=-1, descending=True), top_p, rows[short].shape)[0]
+        flat = rows[short]
+        keep[short] = _nucleus(*torch.sort(flat, dim=-1, descending=True), top_p, flat.shape)[0]
     return ~keep.reshape(probs.shape)
 
 
