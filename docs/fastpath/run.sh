@@ -8,3 +8,7 @@ $python -m specdec.bench.fastpath --out docs/fastpath/results.json
 $python -m specdec.bench.fastpath --models qwen-coder-0.5b --out docs/fastpath/rerun.json
 $python -m specdec.bench.fastpath --merge docs/fastpath/results.json docs/fastpath/rerun.json --out docs/fastpath/merged.json
 $python -m specdec.bench.fastpath --report docs/fastpath/merged.json --notes docs/fastpath/notes.md > docs/FASTPATH.md
+# The 2-core AMD EPYC (2026-11-25), SmolLM2 only, after every linear layer was packed (fast.py):
+# docs/FASTPATH-EPYC.md (about 1 minute).
+$python -m specdec.bench.fastpath --models embedded --no-pairs --out docs/fastpath/epyc-embedded.json
+$python -m specdec.bench.fastpath --report docs/fastpath/epyc-embedded.json > docs/FASTPATH-EPYC.md

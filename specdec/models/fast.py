@@ -13,14 +13,20 @@ it erases most of what verifying k drafts in one pass should save.
 What. oneDNN packs a weight matrix once into the blocked layout its kernels read
 (`torch.ops.mkldnn._reorder_linear_weight`, the call inductor makes when it freezes a model) and
 then multiplies by it without repacking (`torch.ops.mkldnn._linear_pointwise`): the same Qwen pass
-over 5 tokens costs 1.2 default steps and over 9 1.45. But its single-token pass is slower than the
-default's (1.10 steps here, 1.21 for SmolLM2's small layers), and the default single step is the
-baseline every speedup is measured against, which must never be handicapped. So a `FastLinear`
-keeps both: the dense weight for passes over up to `dense_rows` tokens (the standard lane's steps,
-plain rounds), the packed copy for wider ones (verify passes). `dense_rows` is calibrated once at
-load on the model's largest layer (the widest row count at which the dense kernel is no slower).
-Only layers with at least MIN_PACKED_WEIGHTS weights are packed: below that the packed kernel's
-fixed cost per call ate its gain (SmolLM2-135M, whose largest layer has 0.9 M, gains nothing).
+over 5 tokens costs 1.2 default steps and over 9 1.45. Its single-token pass may be slower than the
+default's (the Xeon: 1.10 steps, 1.21 for SmolLM2's small layers) or faster (the 2-core AMD EPYC:
+SmolLM2 decodes 1.8x faster than eager, where MKL's small-row GEMM is slow on every layer;
+docs/FASTPATH-EPYC.md), and the default
+single step is the baseline every speedup is measured against, which must never be handicapped. So
+a `FastLinear` keeps both: the dense weight for passes over up to `dense_rows` tokens, the packed
+copy for wider ones. `dense_rows` is calibrated once at load on the whole model (calibrate_dense_rows:
+the widest pass, up to 4 tokens, at which the dense kernels are no slower), so the standard lane's
+steps run on whichever kernel is faster on this machine. A layer alone would sit in the CPU's cache
+and time differently from the same layer among the model's others, whose weights stream from
+memory: hence the whole model. Every linear layer with at least MIN_PACKED_WEIGHTS weights is packed
+(every layer of SmolLM2 and Qwen). An earlier cut at 1 M weights, chosen on the Xeon, left SmolLM2
+all but eager (its largest layer has 0.9 M); on the EPYC, with every layer packed, its passes over 1
+to 33 tokens run 1.7x to 4.1x faster than eager's (docs/FASTPATH-EPYC.md).
 
 Memory. The packed copies sit beside the dense weights, and the log says how many bytes they add
 (Qwen2.5-1.5B: 6.2 GB on 7.1 GB). A tied LM head (the input embedding's matrix) is packed like any
@@ -28,7 +34,7 @@ other layer: its dense rows stay the embedding's, shared, and only the packed co
 the machine has not that much memory available, the model stays eager and the log says so.
 
 Exactness. Both kernels compute the same products in another order of summation: logits differ by
-float rounding (within 3e-5 measured; a test bounds it at 1e-4). The default path already does this
+float rounding (Qwen within 3e-5 measured; a test bounds SmolLM2's at 1e-5 of the logits' scale). The default path already does this
 between its 1-row and 5-row kernels, so nothing changes in kind: both lanes run on the same model,
 speculative decoding is checked against standard decoding on it, and a greedy divergence is
 diagnosed as a numerical tie or a bug exactly as before (engine/verdicts.py).
@@ -39,6 +45,7 @@ the vendor GEMMs already read weights once per pass, and nothing here could be t
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import torch
 from torch import nn
@@ -52,7 +59,7 @@ ENGINES = {
 # oneDNN picks the packed layout for a batch-size hint; hints from 4 to 16 gave the same speed for
 # 1 to 33 rows on the machines measured. 16 sits in the middle of the widths a verify pass has.
 PACK_FOR_ROWS = 16
-MIN_PACKED_WEIGHTS = 1_000_000
+MIN_PACKED_WEIGHTS = 65_536  # below this the test suite's tiny models: weights that sit in cache
 MEMORY_MARGIN = 1 << 30  # bytes left free after packing, for activations, caches and the rest
 PACKED_DTYPES = (torch.float32, torch.bfloat16)
 
@@ -100,31 +107,44 @@ def packable(model: nn.Module, min_weights: int = MIN_PACKED_WEIGHTS) -> list[st
 
 def prepack(model: nn.Module, min_weights: int = MIN_PACKED_WEIGHTS, dense_rows: int | None = None) -> int:
     """Swap each packable layer of model for a FastLinear, in place; returns how many. dense_rows
-    None: calibrated on the largest layer (see calibrate_dense_rows)."""
+    None: calibrated on passes of the whole model (see calibrate_dense_rows)."""
     names = packable(model, min_weights)
-    if dense_rows is None and names:
-        largest = max(names, key=lambda n: model.get_submodule(n).weight.numel())
-        dense_rows = calibrate_dense_rows(model.get_submodule(largest))
     for name in names:
         parent_name, _, child = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
-        setattr(parent, child, FastLinear(getattr(parent, child), dense_rows if dense_rows is not None else 3))
+        setattr(parent, child, FastLinear(getattr(parent, child), dense_rows if dense_rows is not None else 0))
+    if dense_rows is None and names:
+        calibrate_dense_rows(fast_layers(model), model_pass(model))
     return len(names)
 
 
+def model_pass(model: nn.Module) -> Callable[[int], object]:
+    """A forward pass of the whole model over `rows` tokens, no cache: the same linear layers at the
+    same row counts as a decode step (rows = 1) or a verify pass (rows = k + 1)."""
+    device = next(model.parameters()).device
+    return lambda rows: model(input_ids=torch.zeros((1, rows), dtype=torch.long, device=device), use_cache=False)
+
+
 @torch.inference_mode()
-def calibrate_dense_rows(linear: nn.Linear, widest: int = 4, repeats: int = 5) -> int:
-    """The most rows (0..widest) up to which the dense kernel is no slower than the packed one, each
-    width timed by its fastest of `repeats` calls (the least disturbed by other work)."""
-    packed = FastLinear(linear, dense_rows=0)
-    dense_rows = 0
+def calibrate_dense_rows(layers: list[FastLinear], run: Callable[[int], object], widest: int = 4,
+                         repeats: int = 3) -> int:
+    """Set every layer's dense_rows to the most rows (0..widest) up to which run(rows) is no slower on
+    the dense kernels than on the packed ones, and return it. Each width is timed both ways by its
+    fastest of `repeats` calls (the least disturbed by other work); the first width the packed
+    kernels win ends the search (past a few rows the dense GEMM only repacks more)."""
+    def fastest_with(dense_rows: int, rows: int) -> float:
+        for layer in layers:
+            layer.dense_rows = dense_rows
+        return _fastest(lambda: run(rows), repeats)
+
+    chosen = 0
     for rows in range(1, widest + 1):
-        x = torch.randn(rows, linear.in_features, dtype=linear.weight.dtype)
-        dense = _fastest(lambda: F.linear(x, linear.weight, linear.bias), repeats)
-        if dense > _fastest(lambda: packed(x), repeats):
+        if fastest_with(rows, rows) > fastest_with(rows - 1, rows):
             break
-        dense_rows = rows
-    return dense_rows
+        chosen = rows
+    for layer in layers:
+        layer.dense_rows = chosen
+    return chosen
 
 
 def _fastest(call, repeats: int) -> float:
