@@ -103,7 +103,8 @@ def speculative_decode(
         verified_at = clock.now()
         # 4. Let a learning drafter read the pass (token recycling), counted as drafting.
         if observe is not None:  # the rows the pass read: the last committed token, then the draft's
-            observe([ids[-1]] + list(draft.tokens), logits)
+            fed, before = _read(ids, draft)
+            observe(fed, logits, before)
         recycled = clock.now() - verified_at  # the drafter's work, so counted as drafting
         # instrumentation, measured but off the clock; per-position acceptance is a chain's notion
         alpha = _acceptance(logits, p, draft) if draft.tree is None else ()
@@ -144,6 +145,15 @@ def speculative_decode(
 
 
 NO_DRAFT = Draft([], None)
+
+
+def _read(ids: list[int], draft: Draft) -> tuple[list[int], list[int]]:
+    """The tokens a verify pass read, one per logits row (the last committed token, then the draft's
+    nodes), and the token read just before each in its own path: the one before the last committed
+    token, a chain node's predecessor, a tree node's parent (-1 where there is none)."""
+    fed = [ids[-1]] + list(draft.tokens)
+    parents = range(-1, len(draft.tokens) - 1) if draft.tree is None else draft.tree.parents
+    return fed, [ids[-2] if len(ids) > 1 else -1] + [fed[parent + 1] for parent in parents]
 
 
 def _verify(

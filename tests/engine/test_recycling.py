@@ -27,6 +27,40 @@ def test_the_table_keeps_the_top_candidates_after_each_token_read():
     assert table.rows[4].tolist() == [9, 8, 0]
 
 
+def test_a_token_read_after_another_grows_from_their_two_token_row_first():
+    """The same pass fills a row per (previous token, token): "6 after 4" and "6 after 5" keep their
+    own candidates, and a context the table has not seen backs off to the token's own row."""
+    table = AdjacencyTable(10, width=2, pair_slots=7)
+    after_4 = torch.zeros(1, 10)
+    after_4[0, [1, 2]] = torch.tensor([9.0, 8])
+    after_5 = torch.zeros(1, 10)
+    after_5[0, [3, 7]] = torch.tensor([9.0, 8])
+    table.update([6], after_4, previous=[4])
+    table.update([6], after_5, previous=[5])  # the one-token row of 6 is now the latest: 3, 7
+    assert table.children(6, 2, previous=4) == [1, 2] and table.children(6, 2, previous=5) == [3, 7]
+    assert table.children(6, 2, previous=9) == [3, 7] and table.children(6, 2) == [3, 7]  # back-off
+    # 5 * 10 + 6 = 56 and 7 * 10 + 7 = 77 share slot 0 of 7: the newer key evicts the older, and the
+    # slot never answers for the context it no longer holds.
+    table.update([7], after_4, previous=[7])
+    assert table.children(7, 2, previous=7) == [1, 2] and table.children(6, 2, previous=5) == [3, 7]
+    assert table.children(6, 2, previous=5) == table.children(6, 2)  # backed off, not 77's row
+    table.update([2], after_5, previous=[-1])  # no previous token: the one-token row only
+    assert table.children(2, 2) == [3, 7] and int((table.pair_keys >= 0).sum()) == 2
+
+
+def test_a_pass_reads_each_token_after_its_own_paths_previous():
+    """What the decoding loop tells a learning drafter: the last committed token after the one before
+    it, a chain node after the node before it, a tree node after its parent."""
+    from specdec.engine.decoding import _read
+    from specdec.engine.drafters.base import Draft
+    from specdec.engine.tree_verify import Tree
+
+    assert _read([3, 8, 5], Draft([6, 2], None)) == ([5, 6, 2], [8, 5, 6])
+    tree = Tree((6, 2, 9, 4), (-1, -1, 0, 2))  # 5 -> {6 -> 9 -> 4, 2}
+    assert _read([8, 5], Draft(list(tree.tokens), None, tree=tree)) == ([5, 6, 2, 9, 4], [8, 5, 5, 6, 9])
+    assert _read([5], Draft([], None)) == ([5], [-1])
+
+
 def test_each_pass_scores_the_rows_it_overwrites_by_rank():
     """Before a row is refreshed, its rank-r candidate is checked against the target's new argmax:
     that is how often following rank r would have been accepted greedily."""

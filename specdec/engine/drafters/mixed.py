@@ -73,10 +73,10 @@ class MixedDrafter:
         offered = tuple(m.sources(ids)[0] for m in members) + tuple(smaller)
         return offered
 
-    def observe(self, fed: list[int], logits: torch.Tensor) -> None:
+    def observe(self, fed: list[int], logits: torch.Tensor, previous: list[int] | None = None) -> None:
         for member in self.members:
             if hasattr(member, "observe"):
-                member.observe(fed, logits)
+                member.observe(fed, logits, previous)
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None, stop: StopRule | None = None) -> Draft:

@@ -14,7 +14,14 @@ of every token it read.
 
 The table is a bigram model the target keeps writing: after "import" it remembers what the target
 expected last time it read "import", in whatever context. It needs no training and costs a top-b and
-one scatter per pass, on the device the model is on.
+one scatter per pass, on the device the model is on. Beside it the same pass fills a second table
+keyed by the token and the one before it (a trigram's context: "the" after "in" and "the" after
+"of" get rows of their own), and a node grows from its two-token row where that exists, from its
+one-token row otherwise: the back-off of an n-gram model, as Lookahead decoding's n-gram pool and
+REST's datastore match the longest context they hold. On SmolLM2's Spec-Bench-sample prose it
+raised the tokens a 16-node tree commits by 2-10% (docs/spec-bench/notes.md). The two-token table
+is a fixed number of hashed slots (PAIR_SLOTS, a prime), each holding its key, so a collision
+overwrites an older row and never answers for another context.
 
 The tree's shape. Before a pass overwrites a row, the row is scored against what the target now
 says follows its token (the pass's argmax there): h_r = P(the row's rank-r candidate is the target's
@@ -53,6 +60,8 @@ from .options import DrafterOptions
 from .base import Draft, DrafterBase
 
 ROW_WIDTH = 8  # candidates kept per token: the most any TreeShape.branching asks of a row here
+PAIR_SLOTS = 262_139  # two-token rows kept (a prime below 2^18, so keys spread over the slots): 10 MB
+NO_TOKEN = -1  # no previous token (the prompt's first), and an empty slot's key
 
 
 class RankHits:
@@ -81,16 +90,21 @@ class AdjacencyTable:
     """A[t] = the target's top ROW_WIDTH next tokens after t, as last seen; -1 where never seen; and
     how often each rank has been right (RankHits)."""
 
-    def __init__(self, vocab_size: int, device: torch.device | str = "cpu", width: int = ROW_WIDTH):
+    def __init__(self, vocab_size: int, device: torch.device | str = "cpu", width: int = ROW_WIDTH,
+                 pair_slots: int = PAIR_SLOTS):
         self.rows = torch.full((vocab_size, width), -1, dtype=torch.int32, device=device)
+        # The two-token rows: slot key % pair_slots holds the row of key = previous * vocab + token.
+        self.pair_keys = torch.full((pair_slots,), NO_TOKEN, dtype=torch.long, device=device)
+        self.pair_rows = torch.full((pair_slots, width), -1, dtype=torch.int32, device=device)
         self.hits = RankHits(width)
 
     @property
     def width(self) -> int:
         return self.rows.shape[1]
 
-    def update(self, tokens: list[int], logits: torch.Tensor) -> None:
-        """logits[i] is the target's next-token logits after reading tokens[i] (one pass's rows)."""
+    def update(self, tokens: list[int], logits: torch.Tensor, previous: list[int] | None = None) -> None:
+        """logits[i] is the target's next-token logits after reading tokens[i] (one pass's rows), and
+        previous[i] the token read just before tokens[i] (NO_TOKEN: none; None: fill no two-token rows)."""
         if not tokens:
             return
         top = logits[: len(tokens)].topk(min(self.width, logits.shape[-1]), dim=-1).indices.to(self.rows.device, torch.int32)
@@ -102,9 +116,26 @@ class AdjacencyTable:
         *hits, rows = torch.cat([((old == target_next) * seen).sum(dim=0), seen.sum(dim=0)]).tolist()
         self.hits.observe(hits, rows)
         self.rows[index, : top.shape[1]] = top
+        if previous is not None:
+            self._update_pairs(index, torch.tensor(previous, dtype=torch.long, device=self.rows.device), top)
 
-    def children(self, token: int, branching: int) -> list[int]:
-        return [t for t in self.rows[token, :branching].tolist() if t >= 0]
+    def _update_pairs(self, tokens: torch.Tensor, previous: torch.Tensor, top: torch.Tensor) -> None:
+        known = previous >= 0
+        keys = previous[known] * self.rows.shape[0] + tokens[known]
+        slots = keys % self.pair_keys.shape[0]
+        self.pair_keys[slots] = keys
+        self.pair_rows[slots, : top.shape[1]] = top[known]
+
+    def children(self, token: int, branching: int, previous: int = NO_TOKEN) -> list[int]:
+        """The first `branching` candidates after `token` read after `previous`: from their two-token
+        row where the table has one, from token's own row otherwise."""
+        row = self.rows[token]
+        if previous >= 0:
+            key = previous * self.rows.shape[0] + token
+            slot = key % self.pair_keys.shape[0]
+            if int(self.pair_keys[slot]) == key:
+                row = self.pair_rows[slot]
+        return [t for t in row[:branching].tolist() if t >= 0]
 
     @property
     def filled(self) -> int:
@@ -137,43 +168,44 @@ class RecyclingDrafter(DrafterBase):
         """Whether the table can grow a tree from token: the target has read it in this lane before."""
         return bool(self.table.rows[token, 0] >= 0)
 
-    def observe(self, fed: list[int], logits: torch.Tensor) -> None:
-        """A target pass read `fed` (the last committed token, then the drafted nodes) and returned
-        one row of logits per token read: recycle them all."""
-        self.table.update(fed, logits)
+    def observe(self, fed: list[int], logits: torch.Tensor, previous: list[int] | None = None) -> None:
+        """A target pass read `fed` (the last committed token, then the drafted nodes), each after
+        the token `previous` gives, and returned one row of logits per token read: recycle them all."""
+        self.table.update(fed, logits, previous)
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None) -> Draft:
         budget = min((Source(source).budget if source else None) or self.shape.budget, self.shape.budget)
-        tokens, parents = self.grow(ids[-1], k, budget)
+        tokens, parents = self.grow(ids[-1], k, budget, previous=ids[-2] if len(ids) > 1 else NO_TOKEN)
         if not tokens:
             return Draft([], None)
         tree = Tree(tuple(tokens), tuple(parents))
         return Draft(list(tree.tokens), None, tree=tree)
 
-    def grow(self, root: int, depth: int, budget: int) -> tuple[list[int], list[int]]:
-        """Best first from root: the budget nodes of highest path score (the product of the rank hit
-        rates along the path, module docstring), each node's first `branching` table candidates, at
-        most depth deep. A child is offered only once its parent is in the tree, so nodes come out
-        parent first (a topological order); equal scores go to the earlier offered, so the tree is
-        a function of the table alone."""
+    def grow(self, root: int, depth: int, budget: int, previous: int = NO_TOKEN) -> tuple[list[int], list[int]]:
+        """Best first from root (read after `previous`): the budget nodes of highest path score (the
+        product of the rank hit rates along the path, module docstring), each node's first
+        `branching` table candidates (after its parent's token), at most depth deep. A child is
+        offered only once its parent is in the tree, so nodes come out parent first (a topological
+        order); equal scores go to the earlier offered, so the tree is a function of the table alone."""
         rates = self.table.hits.rates()
         tokens: list[int] = []
         parents: list[int] = []
         order = 0  # tie-break: candidates in the order they were offered
-        frontier: list[tuple[float, int, int, int, int]] = []  # (-score, order, parent node, token, depth)
+        # (-score, order, parent node, parent's token, token, depth)
+        frontier: list[tuple[float, int, int, int, int, int]] = []
 
-        def offer(node: int, token: int, level: int, score: float) -> None:
+        def offer(node: int, before: int, token: int, level: int, score: float) -> None:
             nonlocal order
             if level < depth:
-                for rank, child in enumerate(self.table.children(token, self.shape.branching)):
-                    heapq.heappush(frontier, (-score * rates[rank], order, node, child, level + 1))
+                for rank, child in enumerate(self.table.children(token, self.shape.branching, before)):
+                    heapq.heappush(frontier, (-score * rates[rank], order, node, token, child, level + 1))
                     order += 1
 
-        offer(ROOT, root, 0, 1.0)
+        offer(ROOT, previous, root, 0, 1.0)
         while frontier and len(tokens) < budget:
-            score, _, parent, token, level = heapq.heappop(frontier)
+            score, _, parent, before, token, level = heapq.heappop(frontier)
             tokens.append(token)
             parents.append(parent)
-            offer(len(tokens) - 1, token, level, -score)
+            offer(len(tokens) - 1, before, token, level, -score)
         return tokens, parents
