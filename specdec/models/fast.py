@@ -16,17 +16,17 @@ then multiplies by it without repacking (`torch.ops.mkldnn._linear_pointwise`): 
 over 5 tokens costs 1.2 default steps and over 9 1.45. Its single-token pass may be slower than the
 default's (the Xeon: 1.10 steps, 1.21 for SmolLM2's small layers) or faster (the 2-core AMD EPYC:
 SmolLM2 decodes 1.8x faster than eager, where MKL's small-row GEMM is slow on every layer;
-docs/FASTPATH-EPYC.md), and the default
-single step is the baseline every speedup is measured against, which must never be handicapped. So
-a `FastLinear` keeps both: the dense weight for passes over up to `dense_rows` tokens, the packed
-copy for wider ones. `dense_rows` is calibrated once at load on the whole model (calibrate_dense_rows:
-the widest pass, up to 4 tokens, at which the dense kernels are no slower), so the standard lane's
-steps run on whichever kernel is faster on this machine. A layer alone would sit in the CPU's cache
-and time differently from the same layer among the model's others, whose weights stream from
-memory: hence the whole model. Every linear layer with at least MIN_PACKED_WEIGHTS weights is packed
-(every layer of SmolLM2 and Qwen). An earlier cut at 1 M weights, chosen on the Xeon, left SmolLM2
-all but eager (its largest layer has 0.9 M); on the EPYC, with every layer packed, its passes over 1
-to 33 tokens run 1.7x to 4.1x faster than eager's (docs/FASTPATH-EPYC.md).
+docs/FASTPATH-EPYC.md), and the default single step is the baseline every speedup is measured
+against, which must never be handicapped. So a `FastLinear` keeps both: the dense weight for passes
+over up to `dense_rows` tokens, the packed copy for wider ones. `dense_rows` is calibrated once at
+load on the whole model (calibrate_dense_rows: the widest pass, up to 4 tokens, at which the dense
+kernels are no slower), so the standard lane's steps run on whichever kernel is faster on this
+machine. A layer alone would sit in the CPU's cache and time differently from the same layer among
+the model's others, whose weights stream from memory: hence the whole model. Every linear layer with
+at least MIN_PACKED_WEIGHTS weights is packed (every layer of SmolLM2 and Qwen). An earlier cut at
+1 M weights, chosen on the Xeon, left SmolLM2 all but eager (its largest layer has 0.9 M); on the
+EPYC, with every layer packed, its passes over 1 to 33 tokens run 1.7x to 4.1x faster than eager's
+(docs/FASTPATH-EPYC.md).
 
 Memory. The packed copies sit beside the dense weights, and the log says how many bytes they add
 (Qwen2.5-1.5B: 6.2 GB on 7.1 GB). A tied LM head (the input embedding's matrix) is packed like any
@@ -34,10 +34,11 @@ other layer: its dense rows stay the embedding's, shared, and only the packed co
 the machine has not that much memory available, the model stays eager and the log says so.
 
 Exactness. Both kernels compute the same products in another order of summation: logits differ by
-float rounding (Qwen within 3e-5 measured; a test bounds SmolLM2's at 1e-5 of the logits' scale). The default path already does this
-between its 1-row and 5-row kernels, so nothing changes in kind: both lanes run on the same model,
-speculative decoding is checked against standard decoding on it, and a greedy divergence is
-diagnosed as a numerical tie or a bug exactly as before (engine/verdicts.py).
+float rounding (Qwen within 3e-5 measured; a test bounds SmolLM2's at 1e-5 of the logits' scale).
+The default path already does this between its 1-row and 5-row kernels, so nothing changes in kind:
+both lanes run on the same model, speculative decoding is checked against standard decoding on it,
+and a greedy divergence is diagnosed as a numerical tie or a bug exactly as before
+(engine/verdicts.py).
 
 Where. fp32 and bf16 on CPU, where oneDNN is available. Elsewhere "fast" is the eager model: on CUDA
 the vendor GEMMs already read weights once per pass, and nothing here could be tested on a GPU.
@@ -59,7 +60,8 @@ ENGINES = {
 # oneDNN picks the packed layout for a batch-size hint; hints from 4 to 16 gave the same speed for
 # 1 to 33 rows on the machines measured. 16 sits in the middle of the widths a verify pass has.
 PACK_FOR_ROWS = 16
-MIN_PACKED_WEIGHTS = 65_536  # below this the test suite's tiny models: weights that sit in cache
+# Smaller layers (the test suite's tiny models) sit in the CPU's cache, where packing has nothing to save.
+MIN_PACKED_WEIGHTS = 65_536
 MEMORY_MARGIN = 1 << 30  # bytes left free after packing, for activations, caches and the rest
 PACKED_DTYPES = (torch.float32, torch.bfloat16)
 
@@ -122,7 +124,8 @@ def model_pass(model: nn.Module) -> Callable[[int], object]:
     """A forward pass of the whole model over `rows` tokens, no cache: the same linear layers at the
     same row counts as a decode step (rows = 1) or a verify pass (rows = k + 1)."""
     device = next(model.parameters()).device
-    return lambda rows: model(input_ids=torch.zeros((1, rows), dtype=torch.long, device=device), use_cache=False)
+    return lambda rows: model(input_ids=torch.zeros((1, rows), dtype=torch.long, device=device),
+                              use_cache=False)
 
 
 @torch.inference_mode()

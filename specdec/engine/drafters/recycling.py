@@ -18,10 +18,10 @@ one scatter per pass, on the device the model is on. Beside it the same pass fil
 keyed by the token and the one before it (a trigram's context: "the" after "in" and "the" after
 "of" get rows of their own), and a node grows from its two-token row where that exists, from its
 one-token row otherwise: the back-off of an n-gram model, as Lookahead decoding's n-gram pool and
-REST's datastore match the longest context they hold. On SmolLM2's Spec-Bench-sample prose it
-raised the tokens a 16-node tree commits by 2-10% (docs/spec-bench/notes.md). The two-token table
-is a fixed number of hashed slots (PAIR_SLOTS, a prime), each holding its key, so a collision
-overwrites an older row and never answers for another context.
+REST's datastore match the longest context they hold. On SmolLM2 and the Spec-Bench sample it
+raised the tokens a pass of the 16-node tree commits from 1.87 to 1.97 (docs/spec-bench/notes.md).
+The two-token table is a fixed number of hashed slots (PAIR_SLOTS, a prime), each holding its key,
+so a collision overwrites an older row and never answers for another context.
 
 The tree's shape. Before a pass overwrites a row, the row is scored against what the target now
 says follows its token (the pass's argmax there): h_r = P(the row's rank-r candidate is the target's
@@ -34,8 +34,8 @@ wide near the root where they do not. A CPU target whose pass over 17 tokens cos
 the smaller budgets too (sources: 16, 8, 4, 2 for a budget of 16), and the cost policy picks.
 
 Initialisation and lifetime. Rows start empty (-1: no candidate), so a row drafts nothing until the
-target has read its token once in the speculative lane; the prompt's prefill fills only its last
-position's row (the rest of the prefill's logits are never computed: the head runs on the last
+target has read its token once in the speculative lane (a two-token row: the pair, in that order);
+the prompt's prefill fills only its last position's rows (the rest of the prefill's logits are never computed: the head runs on the last
 position only). The table belongs to the pair (Pair.recycling_table), not to a request: it warms up
 over a session, and a second question drafts from what the first taught it. Only the speculative
 lane feeds it, inside its timed rounds (the update is counted as the drafter's time); the standard
@@ -182,7 +182,8 @@ class RecyclingDrafter(DrafterBase):
         tree = Tree(tuple(tokens), tuple(parents))
         return Draft(list(tree.tokens), None, tree=tree)
 
-    def grow(self, root: int, depth: int, budget: int, previous: int = NO_TOKEN) -> tuple[list[int], list[int]]:
+    def grow(self, root: int, depth: int, budget: int,
+             previous: int = NO_TOKEN) -> tuple[list[int], list[int]]:
         """Best first from root (read after `previous`): the budget nodes of highest path score (the
         product of the rank hit rates along the path, module docstring), each node's first
         `branching` table candidates (after its parent's token), at most depth deep. A child is
