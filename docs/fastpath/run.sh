@@ -11,4 +11,4 @@ $python -m specdec.bench.fastpath --report docs/fastpath/merged.json --notes doc
 # The 2-core AMD EPYC (2026-11-25), SmolLM2 only, after every linear layer was packed (fast.py):
 # docs/FASTPATH-EPYC.md (about 1 minute).
 $python -m specdec.bench.fastpath --models embedded --no-pairs --out docs/fastpath/epyc-embedded.json
-$python -m specdec.bench.fastpath --report docs/fastpath/epyc-embedded.json > docs/FASTPATH-EPYC.md
+$python -m specdec.bench.fastpath --report docs/fastpath/epyc-embedded.json --notes docs/fastpath/epyc-notes.md > docs/FASTPATH-EPYC.md
