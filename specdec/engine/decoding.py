@@ -133,7 +133,8 @@ def speculative_decode(
             reason=choice.reason,
             policy_seconds=chosen_at - start,
             catch_up=draft.catch_up,
-            tree=None if draft.tree is None else TreeRound(draft.tree.tokens, draft.tree.parents, path, draft.reach),
+            tree=None if draft.tree is None else TreeRound(draft.tree.tokens, draft.tree.parents, path, draft.reach,
+                                                                draft.origins),
             confidences=draft.confidences,
         )
         # 6. Report the round, and let the policy learn from it for the next.

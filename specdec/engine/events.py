@@ -23,12 +23,14 @@ class TreeRound:
     """A tree round's proposal and what the target kept of it. Node i is tokens[i], child of
     parents[i] (-1: the root, the last committed token); path lists the accepted nodes from the root
     down. reach[i] is the draft's own probability of reaching node i (None when the drafter has no
-    probabilities, as prompt lookup)."""
+    probabilities, as prompt lookup). origins[i] says where node i came from when the drafter has more
+    than one origin (token recycling: "table", "context" or "both"), else None."""
 
     tokens: tuple[int, ...]
     parents: tuple[int, ...]
     path: tuple[int, ...]
     reach: tuple[float, ...] | None = None
+    origins: tuple[str, ...] | None = None
 
     @property
     def depth(self) -> int:

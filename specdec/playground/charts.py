@@ -300,6 +300,10 @@ def _tree_nodes(fig: go.Figure, name: str, fate: str, xs, ys, labels, hover) -> 
                     hovertext=hover, hoverinfo="text")
 
 
+NODE_ORIGINS = {"table": "table", "context": "context: what followed these tokens before",
+                "both": "table and context"}
+
+
 def _node_hover(i: int, tree: dict, path: set) -> str:
     """A node's text, id, the draft's reach, and what happened to it."""
     parent = tree["parents"][i]
@@ -311,6 +315,9 @@ def _node_hover(i: int, tree: dict, path: set) -> str:
         fate = "untried (below a node the target rejected)"
     reach = tree.get("reach")
     from_where = tree.get("origin", "prompt lookup").split(":")[0]  # "table" or "context": no probabilities
+    origins = tree.get("origins")
+    if origins:  # token recycling: each node from the table, the context, or both
+        from_where = NODE_ORIGINS.get(origins[i], origins[i])
     chance = f"no draft probabilities (from the {from_where})" if reach is None else f"draft reach {reach[i]:.3g}"
     return f"<b>{html.escape(repr(tree['text'][i]))}</b> (id {tree['tokens'][i]})<br>{chance}<br>{fate}"
 

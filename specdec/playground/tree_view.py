@@ -7,7 +7,8 @@ from ..engine.events import RoundEvent
 from ..engine.sources import Source
 
 # Where a tree's branches come from, by the drafter that grew it: what the tree view says of a round.
-ORIGINS = {"recycling": "table: the target's earlier next-token guesses (token recycling)",
+ORIGINS = {"recycling": "table and context: the target's earlier next-token guesses and what followed "
+                         "the last tokens before (token recycling; each node says which)",
            "lookup-tree": "context: earlier occurrences of the last tokens (prompt lookup)",
            "draft-tree": "draft model"}
 
@@ -62,6 +63,7 @@ def tree_json(event: RoundEvent, tokenizer, root: int) -> dict:
         "parents": list(tree.parents),
         "path": list(tree.path),
         "reach": None if tree.reach is None else [float(r) for r in tree.reach],
+        "origins": None if tree.origins is None else list(tree.origins),
         "target_token": target,
         "target_text": None if target is None else piece(tokenizer, [root, *_path_tokens(tree)], target),
         "target_fate": event.fates[n_path] if kept else None,

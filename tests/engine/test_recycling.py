@@ -88,15 +88,63 @@ def ring_table(rates) -> AdjacencyTable:
 def test_the_tree_keeps_the_nodes_of_highest_path_score_within_budget_and_depth():
     """First candidates that hit often: a deep chain along them. Candidates alike: a wide bushy tree."""
     chain = RecyclingDrafter(ring_table([0.9, 0.05, 0.01]), TreeShape(budget=4, branching=2))
-    assert chain.grow(root=0, depth=8, budget=4) == ([1, 2, 3, 4], [-1, 0, 1, 2])
-    assert chain.grow(root=0, depth=2, budget=4) == ([1, 2, 2, 3], [-1, 0, -1, 0])  # depth caps the chain
+    assert grown(chain, root=0, depth=8, budget=4) == ([1, 2, 3, 4], [-1, 0, 1, 2])
+    assert grown(chain, root=0, depth=2, budget=4) == ([1, 2, 2, 3], [-1, 0, -1, 0])  # depth caps the chain
     bushy = RecyclingDrafter(ring_table([0.4, 0.4, 0.01]), TreeShape(budget=6, branching=2))
-    tokens, parents = bushy.grow(root=0, depth=3, budget=6)
+    tokens, parents = grown(bushy, root=0, depth=3, budget=6)
     assert tokens == [1, 2, 2, 3, 3, 4] and parents == [-1, -1, 0, 0, 1, 1]  # level by level
-    assert bushy.grow(root=0, depth=1, budget=6) == ([1, 2], [-1, -1])
+    assert grown(bushy, root=0, depth=1, budget=6) == ([1, 2], [-1, -1])
     for drafter in (chain, bushy):  # parents always come first
-        tokens, parents = drafter.grow(root=0, depth=5, budget=6)
+        tokens, parents = grown(drafter, root=0, depth=5, budget=6)
         assert all(p < i for i, p in enumerate(parents))
+
+
+def grown(drafter: RecyclingDrafter, **how) -> tuple[list[int], list[int]]:
+    tree = drafter.grow(**how)
+    return tree.tokens, tree.parents
+
+
+def test_the_context_offers_what_followed_its_last_tokens_before_scored_by_match_length():
+    """Beside the table's candidates, the node on the context's path offers the token that followed
+    the same tokens earlier (prompt lookup's continuation): copied text the table never saw. A
+    candidate both offer is one node; where the context's hit rate beats the table's, its chain goes
+    deep first."""
+    from specdec.engine.drafters.recycling import Continuation, context_continuation
+
+    ids = [7, 8, 5, 0, 9, 6, 7, 8, 5]
+    assert context_continuation(ids, 3) == Continuation((0, 9, 6), 3)  # "7 8 5" occurred before
+    assert context_continuation([4, 2, 4], 2) == Continuation((2, 4), 1)
+    assert context_continuation([1, 2, 3], 2) is None
+    drafter = RecyclingDrafter(ring_table([0.5, 0.05, 0.01]), TreeShape(budget=5, branching=1))
+    drafter.table.context_hits.hits, drafter.table.context_hits.tests = [0, 0, 0.9e6], [1, 1, 1e6]
+    tree = drafter.grow(root=5, depth=3, budget=5, context=Continuation((0, 9, 6), 3))
+    # The context's chain 0 -> 9 -> 6 (h = 0.9 a step), then the table's first candidates (h = 0.5):
+    # 5 -> 6 at the root; 0 -> 1 merges with nothing; 9's table child 0 is a separate node.
+    assert (tree.tokens, tree.parents) == ([0, 9, 6, 6, 1], [-1, 0, 1, -1, 0])
+    assert tree.matches == [3, 3, 3, 0, 0] and tree.origins == ["context"] * 3 + ["table"] * 2
+    merged = drafter.grow(root=5, depth=3, budget=3, context=Continuation((6, 7), 3))  # 6 is also the table's
+    assert (merged.tokens, merged.parents, merged.matches) == ([6, 7, 8], [-1, 0, 1], [3, 3, 0])
+    assert merged.origins == ["both", "both", "table"]
+
+
+def test_each_pass_scores_the_context_candidates_it_read():
+    """The pass that reads a recycling tree says, for each context node, whether the target chose its
+    token after reading its parent: that is the context's hit rate for its match length."""
+    drafter = RecyclingDrafter(ring_table([0.1, 0.05, 0.01]), TreeShape(budget=3, branching=1))
+    ids = [7, 8, 5, 0, 9, 6, 7, 8, 5]
+    draft = drafter.propose(ids, 2, Sampling(), None, "recycling:3")
+    tokens, parents = list(draft.tree.tokens), list(draft.tree.parents)
+    assert tokens[:2] == [0, 9] and parents[:2] == [-1, 0]  # the context's chain, prior h = 0.5 for 3 tokens
+    logits = torch.zeros(len(tokens) + 1, 10)
+    logits[0, 0] = 1.0  # after the root the target chose 0 (the context's first token: a hit)
+    logits[1, 3] = 1.0  # after 0 it chose 3, not 9: a miss
+    before = drafter.table.context_hits.rates()[2]
+    drafter.observe([5] + tokens, logits, [8, 5] + [([5] + tokens)[p + 1] for p in parents[1:]])
+    hits = drafter.table.context_hits
+    assert hits.tests[2] == pytest.approx(1.99) and hits.hits[2] == pytest.approx(0.99)  # decayed per test
+    assert hits.rates()[2] == pytest.approx((0.99 + 0.5 * 4) / (1.99 + 4)) and before == pytest.approx(0.5)
+    drafter.observe([5] + tokens, logits, None)  # a pass that read no new proposal scores nothing
+    assert hits.tests[2] == pytest.approx(1.99)
 
 
 def test_recycling_offers_its_smaller_trees_and_drafts_the_one_asked_for():

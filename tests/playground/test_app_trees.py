@@ -226,9 +226,19 @@ def test_a_recycled_tree_says_its_branches_came_from_the_table():
     assert tree["source"] == "recycling:4" and tree["origin"].startswith("table") and "recycling" in tree["origin"]
     assert origin("lookup-tree:16").startswith("context") and origin("draft-tree:8") == "draft model"
     fig = charts.tree_figure(tree)
-    assert "from the table" in fig.layout.title.text
+    assert "from the table and context" in fig.layout.title.text
     grey = next(t for t in fig.data if t.name == "drafted, not accepted")
-    assert all("no draft probabilities (from the table)" in h for h in grey.hovertext)
+    assert all("no draft probabilities (from the table and context)" in h for h in grey.hovertext)
+    # Token recycling's nodes each say which offered them: the table, the context (what followed the
+    # same tokens earlier) or both.
+    mixed = tree_json(replace(event, tree=TreeRound((7, 8), (-1, -1), (0,), None, ("context", "table"))),
+                      word_tokenizer(96), root=5)
+    assert mixed["origins"] == ["context", "table"] and tree["origins"] is None
+    fig = charts.tree_figure(mixed)
+    kept = next(t for t in fig.data if t.name == charts.FATES[ACCEPTED][2])
+    grey = next(t for t in fig.data if t.name == "drafted, not accepted")
+    assert "(from the context: what followed these tokens before)" in kept.hovertext[0]
+    assert "(from the table)" in grey.hovertext[0]
 
 
 # ---------------------------------------------------------------- tokens per pass against node count

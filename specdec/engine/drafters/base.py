@@ -30,6 +30,9 @@ class Draft:
     # reaching each node, the product of its choices' probabilities down the path (None if unknown).
     tree: Tree | None = None
     reach: tuple[float, ...] | None = None
+    # Where each tree node came from, for a drafter with more than one origin (token recycling:
+    # "table", "context" or "both"); None otherwise.
+    origins: tuple[str, ...] | None = None
     # A model draft's confidence in each token: the probability it gave it (confidence.py).
     confidences: tuple[float, ...] = ()
 

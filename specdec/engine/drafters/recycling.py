@@ -10,7 +10,7 @@ after reading t. To draft, it follows the table from the last committed token: t
 gives its children, each child's row its own, up to TreeShape's budget nodes, `branching` children
 per node and depth k, the likeliest first (the tree's shape, below). The tree is verified in one
 target pass like any other (kvcache.py, tree_verify.py), and that pass's own logits refill the rows
-of every token it read.
+of every token it read. Beside the table's candidates, the context offers its own (below).
 
 The table is a bigram model the target keeps writing: after "import" it remembers what the target
 expected last time it read "import", in whatever context. It needs no training and costs a top-b and
@@ -22,6 +22,19 @@ REST's datastore match the longest context they hold. On SmolLM2 and the Spec-Be
 raised the tokens a pass of the 16-node tree commits from 1.87 to 1.97 (docs/spec-bench/notes.md).
 The two-token table is a fixed number of hashed slots (PAIR_SLOTS, a prime), each holding its key,
 so a collision overwrites an older row and never answers for another context.
+
+The context. A bigram table cannot know that this answer copies its question: a translation repeats
+names and numbers, a conversation its own earlier sentences, code the identifiers of the prompt.
+So the node on the context's path also offers what followed the context's last n tokens (n = 3, 2,
+1, the longest match first) the last time they occurred: prompt lookup's continuation (lookup.py),
+one candidate a node, the context's next token under its previous one. Its hit rate is measured per
+match length n the same way (ContextHits: the pass that reads the tree says whether the target
+chose each context node's token after its parent), so where copying pays the tree runs deep along
+the copy, and where it does not the copy gets a node or none. A candidate both offer is one node,
+scored by the better rate; the tree view shows each node's origin (table, context or both).
+Lookahead decoding and REST merge their n-gram pools with the context the same way; the paper's
+table alone found nothing on SmolLM2's translations (0.90x our standard decoding) where prompt
+lookup ran 1.49x.
 
 The tree's shape. Before a pass overwrites a row, the row is scored against what the target now
 says follows its token (the pass's argmax there): h_r = P(the row's rank-r candidate is the target's
@@ -35,21 +48,23 @@ the smaller budgets too (sources: 16, 8, 4, 2 for a budget of 16), and the cost 
 
 Initialisation and lifetime. Rows start empty (-1: no candidate), so a row drafts nothing until the
 target has read its token once in the speculative lane (a two-token row: the pair, in that order);
-the prompt's prefill fills only its last position's rows (the rest of the prefill's logits are never computed: the head runs on the last
-position only). The table belongs to the pair (Pair.recycling_table), not to a request: it warms up
-over a session, and a second question drafts from what the first taught it. Only the speculative
-lane feeds it, inside its timed rounds (the update is counted as the drafter's time); the standard
-lane never touches it.
+the prompt's prefill fills only its last position's rows (the rest of the prefill's logits are
+never computed: the head runs on the last position only). Until then only the context offers
+candidates. The table and the hit rates belong to the pair (Pair.recycling_table), not to a
+request: they warm up over a session, and a second question drafts from what the first taught.
+Only the speculative lane feeds them, inside its timed rounds (the update is counted as the
+drafter's time); the standard lane never touches them.
 
-Exactness. The tree is deterministic given the table and the committed ids, drawn in the "top" mode
-(q one-hot on each child), so greedy and multi-candidate rejection acceptance are exact for the
-target (tree_verify.py); what the table holds changes only how much is accepted, never the output.
+Exactness. The tree is deterministic given the table, its hit rates and the committed ids, drawn in
+the "top" mode (q one-hot on each child), so greedy and multi-candidate rejection acceptance are
+exact for the target (tree_verify.py); what the table holds changes only how much is accepted, never
+the output.
 """
 from __future__ import annotations
 
 import copy
-
 import heapq
+from dataclasses import dataclass
 
 import torch
 
@@ -58,6 +73,7 @@ from ..sources import Source, budget_sources
 from ..tree_verify import ROOT, Tree
 from .options import DrafterOptions
 from .base import Draft, DrafterBase
+from .lookup import MAX_NGRAM, matches
 
 ROW_WIDTH = 8  # candidates kept per token: the most any TreeShape.branching asks of a row here
 PAIR_SLOTS = 262_139  # two-token rows kept (a prime below 2^18, so keys spread over the slots): 10 MB
@@ -86,6 +102,25 @@ class RankHits:
         return [(h + p * self.PRIOR_WEIGHT) / (self.rows + self.PRIOR_WEIGHT) for h, p in zip(self.hits, prior)]
 
 
+class ContextHits:
+    """h_n: how often the context's candidate after a match of n tokens was the target's next token,
+    decayed per test and shrunk towards PRIOR[n - 1] (weight PRIOR_WEIGHT tests)."""
+
+    PRIOR = (0.2, 0.4, 0.5)  # a longer match is likelier copied text
+    PRIOR_WEIGHT = 4.0
+
+    def __init__(self, decay: float = 0.99):
+        self.decay = decay
+        self.hits, self.tests = [0.0] * len(self.PRIOR), [0.0] * len(self.PRIOR)
+
+    def observe(self, match: int, hit: bool) -> None:
+        self.hits[match - 1] = self.hits[match - 1] * self.decay + float(hit)
+        self.tests[match - 1] = self.tests[match - 1] * self.decay + 1.0
+
+    def rates(self) -> list[float]:
+        return [(h + p * self.PRIOR_WEIGHT) / (t + self.PRIOR_WEIGHT) for h, t, p in zip(self.hits, self.tests, self.PRIOR)]
+
+
 class AdjacencyTable:
     """A[t] = the target's top ROW_WIDTH next tokens after t, as last seen; -1 where never seen; and
     how often each rank has been right (RankHits)."""
@@ -97,6 +132,9 @@ class AdjacencyTable:
         self.pair_keys = torch.full((pair_slots,), NO_TOKEN, dtype=torch.long, device=device)
         self.pair_rows = torch.full((pair_slots, width), -1, dtype=torch.int32, device=device)
         self.hits = RankHits(width)
+        # How often the context's candidate (what followed the last n tokens where they occurred
+        # before, n = 1..MAX_NGRAM) was the target's next token, by n: index n - 1.
+        self.context_hits = ContextHits()
 
     @property
     def width(self) -> int:
@@ -158,6 +196,7 @@ class RecyclingDrafter(DrafterBase):
             raise ValueError(f"token recycling keeps {table.width} candidates per token; tree branching must be "
                              f"at most {table.width}, got {shape.branching}")
         self.table, self.shape = table, shape
+        self._proposed: Grown | None = None  # the last tree proposed, scored by the pass that reads it
 
     # reset: DrafterBase's, nothing: the table outlives requests on purpose
 
@@ -170,43 +209,99 @@ class RecyclingDrafter(DrafterBase):
 
     def observe(self, fed: list[int], logits: torch.Tensor, previous: list[int] | None = None) -> None:
         """A target pass read `fed` (the last committed token, then the drafted nodes), each after
-        the token `previous` gives, and returned one row of logits per token read: recycle them all."""
+        the token `previous` gives, and returned one row of logits per token read: recycle them all,
+        and score the context's candidates if the pass read this drafter's tree."""
+        proposed, self._proposed = self._proposed, None
+        if proposed is not None and any(proposed.matches) and fed[1:] == proposed.tokens:
+            self._score_context(proposed, logits[: len(fed)].argmax(-1).tolist())
         self.table.update(fed, logits, previous)
+
+    def _score_context(self, proposed: "Grown", target_next: list[int]) -> None:
+        """A context node was right when the target, having read its parent (after the parent's own
+        path: a tree pass reads each node in its path's context), chose the node's token next."""
+        for token, parent, match in zip(proposed.tokens, proposed.parents, proposed.matches):
+            if match:
+                self.table.context_hits.observe(match, target_next[parent + 1] == token)
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None) -> Draft:
         budget = min((Source(source).budget if source else None) or self.shape.budget, self.shape.budget)
-        tokens, parents = self.grow(ids[-1], k, budget, previous=ids[-2] if len(ids) > 1 else NO_TOKEN)
-        if not tokens:
+        grown = self.grow(ids[-1], k, budget, previous=ids[-2] if len(ids) > 1 else NO_TOKEN,
+                          context=context_continuation(ids, k))
+        self._proposed = grown
+        if not grown.tokens:
             return Draft([], None)
-        tree = Tree(tuple(tokens), tuple(parents))
-        return Draft(list(tree.tokens), None, tree=tree)
+        tree = Tree(tuple(grown.tokens), tuple(grown.parents))
+        return Draft(list(tree.tokens), None, tree=tree, origins=tuple(grown.origins))
 
-    def grow(self, root: int, depth: int, budget: int,
-             previous: int = NO_TOKEN) -> tuple[list[int], list[int]]:
+    def grow(self, root: int, depth: int, budget: int, previous: int = NO_TOKEN,
+             context: "Continuation | None" = None) -> "Grown":
         """Best first from root (read after `previous`): the budget nodes of highest path score (the
-        product of the rank hit rates along the path, module docstring), each node's first
-        `branching` table candidates (after its parent's token), at most depth deep. A child is
-        offered only once its parent is in the tree, so nodes come out parent first (a topological
-        order); equal scores go to the earlier offered, so the tree is a function of the table alone."""
-        rates = self.table.hits.rates()
-        tokens: list[int] = []
-        parents: list[int] = []
+        product of the hit rates along the path, module docstring), at most depth deep. A node's
+        candidates are its first `branching` table candidates (after its parent's token) and, on the
+        context's path, the context's next token (scored by context_hits for its match length; a
+        candidate both offer is one node, scored by the better). A child is offered only once its
+        parent is in the tree, so nodes come out parent first (a topological order); equal scores go
+        to the earlier offered, so the tree is a function of the table and the context alone."""
+        rates, context_rates = self.table.hits.rates(), self.table.context_hits.rates()
+        grown = Grown([], [], [], [])
         order = 0  # tie-break: candidates in the order they were offered
-        # (-score, order, parent node, parent's token, token, depth)
-        frontier: list[tuple[float, int, int, int, int, int]] = []
+        # (-score, order, parent node, parent's token, token, depth, position in the context's tokens
+        # or -1, origin)
+        frontier: list[tuple[float, int, int, int, int, int, int, str]] = []
 
-        def offer(node: int, before: int, token: int, level: int, score: float) -> None:
+        def offer(node: int, before: int, token: int, level: int, score: float, at: int) -> None:
             nonlocal order
-            if level < depth:
-                for rank, child in enumerate(self.table.children(token, self.shape.branching, before)):
-                    heapq.heappush(frontier, (-score * rates[rank], order, node, token, child, level + 1))
-                    order += 1
+            if level >= depth:
+                return
+            # child -> (hit rate, position in the context's tokens or -1, where it came from)
+            candidates = {child: (rates[rank], -1, "table") for rank, child
+                          in enumerate(self.table.children(token, self.shape.branching, before))}
+            if context is not None and 0 <= at < len(context.tokens):
+                child, rate = context.tokens[at], context_rates[context.match - 1]
+                table = candidates.get(child)
+                candidates[child] = (rate, at, "context") if table is None else (max(rate, table[0]), at, "both")
+            for child, (rate, position, origin) in candidates.items():
+                heapq.heappush(frontier, (-score * rate, order, node, token, child, level + 1, position, origin))
+                order += 1
 
-        offer(ROOT, previous, root, 0, 1.0)
-        while frontier and len(tokens) < budget:
-            score, _, parent, before, token, level = heapq.heappop(frontier)
-            tokens.append(token)
-            parents.append(parent)
-            offer(len(tokens) - 1, before, token, level, -score)
-        return tokens, parents
+        offer(ROOT, previous, root, 0, 1.0, 0)
+        while frontier and len(grown.tokens) < budget:
+            score, _, parent, before, token, level, at, origin = heapq.heappop(frontier)
+            grown.tokens.append(token)
+            grown.parents.append(parent)
+            grown.matches.append(context.match if at >= 0 else 0)
+            grown.origins.append(origin)
+            offer(len(grown.tokens) - 1, before, token, level, -score, at + 1 if at >= 0 else -1)
+        return grown
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """What followed the latest earlier occurrence of the context's last `match` tokens (prompt
+    lookup's draft, lookup.py), the longest match first."""
+
+    tokens: tuple[int, ...]
+    match: int
+
+
+def context_continuation(ids: list[int], k: int) -> Continuation | None:
+    """The continuation of the longest (up to MAX_NGRAM) earlier match of the context's last tokens,
+    up to k tokens; None when the last token never occurred before."""
+    for n, starts in matches(ids, MAX_NGRAM, 1):
+        if starts:
+            start = starts[-1] + n
+            return Continuation(tuple(ids[start : start + k]), n)
+    return None
+
+
+@dataclass
+class Grown:
+    """A recycling tree: node i is tokens[i], child of parents[i] (-1: the root); matches[i] is the
+    length of the context match that offered it (0: the table alone did); origins[i] is "table",
+    "context" or "both"."""
+
+    tokens: list[int]
+    parents: list[int]
+    matches: list[int]
+    origins: list[str]
