@@ -32,9 +32,9 @@ match length n the same way (ContextHits: the pass that reads the tree says whet
 chose each context node's token after its parent), so where copying pays the tree runs deep along
 the copy, and where it does not the copy gets a node or none. A candidate both offer is one node,
 scored by the better rate; the tree view shows each node's origin (table, context or both).
-Lookahead decoding and REST merge their n-gram pools with the context the same way; the paper's
-table alone found nothing on SmolLM2's translations (0.90x our standard decoding) where prompt
-lookup ran 1.49x.
+Lookahead decoding and REST merge their n-gram pools with the context the same way. Before it, the
+table alone ran SmolLM2's Spec-Bench translation at 0.90x our standard decoding where prompt lookup
+ran 1.49x; with it, 1.26x (docs/spec-bench/notes.md).
 
 The tree's shape. Before a pass overwrites a row, the row is scored against what the target now
 says follows its token (the pass's argmax there): h_r = P(the row's rank-r candidate is the target's
@@ -118,7 +118,8 @@ class ContextHits:
         self.tests[match - 1] = self.tests[match - 1] * self.decay + 1.0
 
     def rates(self) -> list[float]:
-        return [(h + p * self.PRIOR_WEIGHT) / (t + self.PRIOR_WEIGHT) for h, t, p in zip(self.hits, self.tests, self.PRIOR)]
+        return [(h + p * self.PRIOR_WEIGHT) / (t + self.PRIOR_WEIGHT)
+                for h, t, p in zip(self.hits, self.tests, self.PRIOR)]
 
 
 class AdjacencyTable:
