@@ -37,15 +37,22 @@ class PromptLookupDrafter(DrafterBase):
         return self._last[1]
 
     def _find(self, ids: list[int]) -> int | None:
-        for n, starts in matches(ids, self.max_ngram, self.min_ngram):
-            if starts:
-                return starts[-1] + n
-        return None
+        found = latest_match(ids, self.max_ngram, self.min_ngram)
+        return None if found is None else found[0]
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None) -> Draft:
         start = self.match(ids) if k > 0 else None
         return Draft([] if start is None else ids[start : start + k], None)
+
+
+def latest_match(ids: list[int], max_ngram: int, min_ngram: int = 1) -> tuple[int, int] | None:
+    """(where the continuation starts, n) for the latest earlier occurrence of the last n tokens,
+    the longest n first; None when not even the last min_ngram tokens occurred before."""
+    for n, starts in matches(ids, max_ngram, min_ngram):
+        if starts:
+            return starts[-1] + n, n
+    return None
 
 
 def matches(ids: list[int], max_ngram: int, min_ngram: int):

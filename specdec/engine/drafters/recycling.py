@@ -73,7 +73,7 @@ from ..sources import Source, budget_sources
 from ..tree_verify import ROOT, Tree
 from .options import DrafterOptions
 from .base import Draft, DrafterBase
-from .lookup import MAX_NGRAM, matches
+from .lookup import MAX_NGRAM, latest_match
 
 ROW_WIDTH = 8  # candidates kept per token: the most any TreeShape.branching asks of a row here
 PAIR_SLOTS = 262_139  # two-token rows kept (a prime below 2^18, so keys spread over the slots): 10 MB
@@ -213,7 +213,7 @@ class RecyclingDrafter(DrafterBase):
         the token `previous` gives, and returned one row of logits per token read: recycle them all,
         and score the context's candidates if the pass read this drafter's tree."""
         proposed, self._proposed = self._proposed, None
-        if proposed is not None and any(proposed.matches) and fed[1:] == proposed.tokens:
+        if proposed is not None and proposed.match and fed[1:] == proposed.tokens:
             self._score_context(proposed, logits[: len(fed)].argmax(-1).tolist())
         self.table.update(fed, logits, previous)
 
@@ -245,7 +245,7 @@ class RecyclingDrafter(DrafterBase):
         parent is in the tree, so nodes come out parent first (a topological order); equal scores go
         to the earlier offered, so the tree is a function of the table and the context alone."""
         rates, context_rates = self.table.hits.rates(), self.table.context_hits.rates()
-        grown = Grown([], [], [], [])
+        grown = Grown([], [], [], context.match if context is not None else 0)
         order = 0  # tie-break: candidates in the order they were offered
         # (-score, order, parent node, parent's token, token, depth, position in the context's tokens
         # or -1, origin)
@@ -271,7 +271,6 @@ class RecyclingDrafter(DrafterBase):
             score, _, parent, before, token, level, at, origin = heapq.heappop(frontier)
             grown.tokens.append(token)
             grown.parents.append(parent)
-            grown.matches.append(context.match if at >= 0 else 0)
             grown.origins.append(origin)
             offer(len(grown.tokens) - 1, before, token, level, -score, at + 1 if at >= 0 else -1)
         return grown
@@ -289,20 +288,25 @@ class Continuation:
 def context_continuation(ids: list[int], k: int) -> Continuation | None:
     """The continuation of the longest (up to MAX_NGRAM) earlier match of the context's last tokens,
     up to k tokens; None when the last token never occurred before."""
-    for n, starts in matches(ids, MAX_NGRAM, 1):
-        if starts:
-            start = starts[-1] + n
-            return Continuation(tuple(ids[start : start + k]), n)
-    return None
+    found = latest_match(ids, MAX_NGRAM)
+    if found is None:
+        return None
+    start, n = found
+    return Continuation(tuple(ids[start : start + k]), n)
 
 
 @dataclass
 class Grown:
-    """A recycling tree: node i is tokens[i], child of parents[i] (-1: the root); matches[i] is the
-    length of the context match that offered it (0: the table alone did); origins[i] is "table",
-    "context" or "both"."""
+    """A recycling tree: node i is tokens[i], child of parents[i] (-1: the root); origins[i] is
+    "table", "context" or "both"; match is the length of the context match behind the context's
+    nodes (0: no context)."""
 
     tokens: list[int]
     parents: list[int]
-    matches: list[int]
     origins: list[str]
+    match: int = 0
+
+    @property
+    def matches(self) -> list[int]:
+        """Per node, the match length that offered it (0: the table alone did)."""
+        return [0 if origin == "table" else self.match for origin in self.origins]
