@@ -10,7 +10,11 @@ runs first. Each turn runs the standard lane, then the speculative one.
 
 Variants: `auto` (Pair.auto: the mixed drafter, every source), `auto-no-lookup` (the same, but where
 token recycling is offered the prompt-lookup and lookup-tree sources are not: the mixed drafter's
-sources filtered here, in this script only), `recycling` (token recycling alone, the cost policy).
+sources filtered here, in this script only), `recycling` (token recycling alone, the cost policy);
+`auto-apart` and `recycling-apart`: the same, but each tree size learns from its own rounds only
+(no evidence from a bigger nested tree's rounds, CostModel.observe_smaller_trees, switched off here);
+`auto-blind` and `recycling-blind`: the same, but the policy is not shown what the free sources would
+have drafted each round (CostPolicy.wants_free_drafts off here), so they learn from their own rounds only.
 Numbers in docs/spec-bench/notes.md.
 """
 import collections
@@ -25,8 +29,10 @@ from specdec import Pair, Request, Speculation, load_model  # noqa: E402
 from specdec.bench import spec_bench  # noqa: E402
 from specdec.engine.config import Sampling  # noqa: E402
 from specdec.engine.drafters import mixed  # noqa: E402
+from specdec.engine.policy import CostModel, CostPolicy  # noqa: E402
 
 ALL_SOURCES = mixed.MixedDrafter.sources
+NESTED = CostModel.observe_smaller_trees
 
 
 def without_lookup(self, ids):
@@ -43,18 +49,22 @@ def main() -> None:
     pair = Pair(load_model("embedded", log=lambda message: None), None)
     turns = [q.turns[0] for q in spec_bench.sample(spec_bench.read_questions(spec_bench.SAMPLE), 1, 0)]
     base = Request(turns[0], 128, spec=Speculation(policy="cost", k_max=16), sampling=sampling)
-    setups = {"auto": pair.auto, "auto-no-lookup": pair.auto,
-              "recycling": lambda request: replace(request, drafter="recycling")}
+    recycling = lambda request: replace(request, drafter="recycling")  # noqa: E731
+    setups = {"auto": pair.auto, "auto-no-lookup": pair.auto, "recycling": recycling,
+              "auto-apart": pair.auto, "recycling-apart": recycling, "auto-blind": pair.auto,
+              "recycling-blind": recycling}
     for setup in setups.values():
         pair.warm_up(setup(base))
     for turn in turns:  # a session's table: every turn read once
         list(pair.speculative(setups["recycling"](replace(base, prompt=turn))))
     learned, table = pair.learned(), pair.recycling_table().copy()
-    names = os.environ.get("VARIANTS", ",".join(setups)).split(",")
+    names = os.environ.get("VARIANTS", "auto,auto-no-lookup,recycling").split(",")
     speeds = collections.defaultdict(list)
     for rep in range(int(os.environ.get("REPS", "2"))):
         for name in names if rep % 2 == 0 else names[::-1]:
             mixed.MixedDrafter.sources = without_lookup if name == "auto-no-lookup" else ALL_SOURCES
+            CostModel.observe_smaller_trees = (lambda *args: None) if name.endswith("-apart") else NESTED
+            CostPolicy.wants_free_drafts = not name.endswith("-blind")
             pair.restore_learned(learned)
             tokens = passes = seconds = standard_seconds = standard_tokens = 0
             with pair.recycling_from(table.copy()):  # the same warm table for every pass
@@ -70,7 +80,7 @@ def main() -> None:
             speeds[name].append(tokens / seconds)
             print(f"{name} run {rep + 1}: {tokens / seconds:.1f} tok/s, {tokens / passes:.2f} tokens a pass; "
                   f"standard {standard_tokens / standard_seconds:.1f} tok/s", flush=True)
-    mixed.MixedDrafter.sources = ALL_SOURCES
+    mixed.MixedDrafter.sources, CostModel.observe_smaller_trees, CostPolicy.wants_free_drafts = ALL_SOURCES, NESTED, True
     for name, runs in speeds.items():
         print(f"{name}: mean {sum(runs) / len(runs):.1f} tok/s over {len(runs)} runs")
 

@@ -146,6 +146,11 @@ def median_run(runs: list[dict]) -> dict:
 
 def run(args, pair: Pair, log) -> dict:
     questions = spec_bench.sample(spec_bench.read_questions(args.suite), args.per_category, args.sample_seed)
+    if args.prompts:  # a subset of the sample by question id (a slow setup: the eager engine's peers)
+        if unknown := set(args.prompts) - {q.id for q in questions}:
+            raise SystemExit(f"--prompts: {', '.join(sorted(unknown))} not in this sample; it has "
+                             f"{', '.join(q.id for q in questions)}")
+        questions = [q for q in questions if q.id in args.prompts]
     greedy = not args.temperatures or args.temperatures[0] == 0
     sampling = Sampling() if greedy else Sampling(temperature=args.temperatures[0], top_p=0.9)
     base = Request("", args.max_new_tokens or 128, sampling, Speculation(k=4))
@@ -165,6 +170,7 @@ def run(args, pair: Pair, log) -> dict:
 def meta(args, pair: Pair, questions: list[spec_bench.Question], sampling: Sampling) -> dict:
     per_task = {task: sum(q.task == task for q in questions) for task in spec_bench.TASKS}
     return {"machine": machine(), "suite": str(args.suite), "per_category": args.per_category,
+            "prompts": list(args.prompts) if args.prompts else None,
             "sample_seed": args.sample_seed, "questions": len(questions), "per_task": per_task,
             "repeats": args.repeats or 1,
             "max_new_tokens": args.max_new_tokens or 128, "temperature": sampling.temperature,

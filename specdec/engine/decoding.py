@@ -78,15 +78,21 @@ def speculative_decode(
     drafter.reset()
     # A drafter that learns from the target's passes (token recycling) is shown each pass's logits.
     observe = getattr(drafter, "observe", None)
+    # A policy that learns from what free sources would have drafted (the cost policy) is shown that.
+    free_drafts = getattr(drafter, "free_drafts", None) if getattr(policy, "wants_free_drafts", False) else None
     ids, produced, round_index = list(prompt_ids), 0, 0
     while True:
         # 1. Choose k and the source from earlier rounds only (timed: choosing is part of the lane's cost).
         start = clock.now()
         choice = policy.choose(drafter.sources(ids))
-        chosen_at = clock.now()
-        # 2. Draft. A round yields at most drafted + 1 tokens: never draft what max_new_tokens cannot
-        #    take. A stop rule (the cost policy's, for a model source) goes to token-by-token drafters.
+        # A round yields at most drafted + 1 tokens: never draft what max_new_tokens cannot take.
         k_round = min(choice.k, max_new_tokens - produced - 1)
+        # What the free sources not chosen would have drafted, for the policy to judge against this
+        # round's tokens (CostModel.observe_free): a per-round cost of choosing, so timed as such.
+        free = {} if free_drafts is None or max_new_tokens - produced < 2 else \
+            free_drafts(ids, max(k_round, spec.k), choice.source if k_round > 0 else None)
+        chosen_at = clock.now()
+        # 2. Draft. A stop rule (the cost policy's, for a model source) goes to token-by-token drafters.
         stop = {"stop": choice.stop} if choice.stop is not None else {}
         draft = drafter.propose(ids, k_round, sampling, generator, choice.source, **stop) if k_round > 0 else NO_DRAFT
         drafted_at = clock.now()
@@ -134,14 +140,16 @@ def speculative_decode(
             policy_seconds=chosen_at - start,
             catch_up=draft.catch_up,
             tree=None if draft.tree is None else TreeRound(draft.tree.tokens, draft.tree.parents, path, draft.reach,
-                                                                draft.origins),
+                                                                draft.origins, draft.nested),
             confidences=draft.confidences,
         )
-        # 6. Report the round, and let the policy learn from it for the next.
+        # 6. Report the round, and let the policy learn from it (and from what the free sources would
+        #    have drafted, judged against its tokens) for the next. A round that goes on has all of its
+        #    tokens: only the last can be cut by EOS or the budget.
         yield event
         if finished:
             return
-        policy.observe(event, choice.source)
+        policy.observe(event, choice.source, **({"free": free} if free else {}))
         round_index += 1
 
 

@@ -24,13 +24,15 @@ class TreeRound:
     parents[i] (-1: the root, the last committed token); path lists the accepted nodes from the root
     down. reach[i] is the draft's own probability of reaching node i (None when the drafter has no
     probabilities, as prompt lookup). origins[i] says where node i came from when the drafter has more
-    than one origin (token recycling: "table", "context" or "both"), else None."""
+    than one origin (token recycling: "table", "context" or "both"), else None. nested: the drafter's
+    tree of any smaller budget b is this one's first b nodes (first)."""
 
     tokens: tuple[int, ...]
     parents: tuple[int, ...]
     path: tuple[int, ...]
     reach: tuple[float, ...] | None = None
     origins: tuple[str, ...] | None = None
+    nested: bool = False
 
     @property
     def depth(self) -> int:
@@ -45,6 +47,37 @@ class TreeRound:
         """The accepted path's last node has no children: nothing below it was tried (a bonus)."""
         end = self.path[-1] if self.path else -1
         return end not in self.parents
+
+    @property
+    def tested_length(self) -> int:
+        """How deep acceptance was tested, as a chain's would be: the tree's depth, or the accepted
+        path's length where that path ended at a leaf (no deeper position was tried, so none was
+        rejected)."""
+        return len(self.path) if self.ended_at_leaf else self.depth
+
+    def first(self, budget: int) -> "TreeRound":
+        """What the tree of its first `budget` nodes would have accepted, for a nested tree (the
+        drafter's tree of that budget). Nodes are numbered parents first, so the nodes of any path
+        rise and the smaller tree's path is the accepted path's prefix below `budget`.
+
+        Why that is the smaller tree's own verdict. Greedy: at each node the target's argmax picks
+        the child; the smaller tree holds a subset of the children, so it follows the same path
+        while the argmax is among its nodes and stops where it is not. Sampled, with one-hot drafts
+        (tree_verify.py): the rule keeps sibling c with probability p(c) and otherwise draws from p
+        less the siblings, so the round is a draw y ~ p at each depth, followed while y is a child.
+        The smaller tree would follow the same draw while y is among its children: the same
+        distribution of accepted paths (not the same coin flips, which the policy never needs)."""
+        if not self.nested:
+            raise ValueError("only a nested tree's first nodes are a smaller tree of its drafter")
+        path = []
+        for node in self.path:
+            if node >= budget:
+                break
+            path.append(node)
+        cut = slice(0, budget)
+        return TreeRound(self.tokens[cut], self.parents[cut], tuple(path),
+                         None if self.reach is None else self.reach[cut],
+                         None if self.origins is None else self.origins[cut], True)
 
 
 @dataclass(frozen=True)
@@ -74,7 +107,8 @@ class RoundEvent:
     source: str = ""  # which drafter made the draft (the hybrid drafter has two)
     gain: float | None = None  # the policy's expected tokens/s for this k over plain decoding's
     reason: str = ""  # why the policy chose this k
-    policy_seconds: float = 0.0  # the part of draft_seconds spent choosing k
+    policy_seconds: float = 0.0  # the part of draft_seconds spent choosing k (and asking free sources what they
+    # would have drafted, for the cost policy to learn from: CostModel.observe_free)
     catch_up: int = 0  # committed tokens the draft model read before drafting (see Draft.catch_up)
     tree: TreeRound | None = None
     confidences: tuple[float, ...] = ()  # a model draft's probability of each drafted token
@@ -96,6 +130,4 @@ class RoundEvent:
         """How deep the round's acceptance was tested, as a chain's would be: its drafted tokens; a
         tree's depth, or the accepted path's length where that path ended at a leaf (no deeper
         position was tried, so none was rejected). Acceptance by position counts with this."""
-        if self.tree is not None and self.tree.ended_at_leaf:
-            return self.accepted
-        return self.draft_length
+        return self.draft_length if self.tree is None else self.tree.tested_length

@@ -21,17 +21,33 @@ a deep position that once failed nor a run of plain decoding is then a state the
 leave (what prose teaches would otherwise hold a summary that follows it to short drafts or none).
 Exactness does not depend on any of this: k is chosen from past rounds (and the
 policy's own random draws) only, and every round is verified by the same rule.
+
+Nested trees. Where a drafter's tree of budget b is its bigger tree's first b nodes (token
+recycling's best-first growth, lookup-tree's budget-cut trie), a round of the bigger tree says what
+each smaller one would have accepted (events.TreeRound.first: exactly, greedy; in distribution,
+sampled), so it is evidence for every smaller budget too (CostModel.observe_smaller_trees): the
+sizes of one drafter are one arm's worth of exploration, not four.
+
+Free sources are measured every round. Prompt lookup, lookup-tree and token recycling draft
+deterministically with no model pass, so each round the decoding loop asks them what they would have
+drafted (a lookup, timed as part of choosing) and the policy judges its first token against the
+round's first committed token (CostModel.observe_free: greedy, their own verdict; sampled, its
+distribution). Their alpha_1, the Thompson-drawn position, then follows the text in every round,
+plain ones included, whichever source drafts; deeper positions learn from their own rounds.
 """
 from __future__ import annotations
 
 import bisect
 import random
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 
 from .confidence import Calibration, StopRule
 from .sources import Source
-from .events import RoundEvent
+from .events import RoundEvent, TreeRound
+
+if TYPE_CHECKING:
+    from .drafters.base import Draft
 
 CATCH_UP_LIMIT = 8  # committed tokens a draft may read first and still count as a steady round
 # Observations of a source's acceptance a new request starts from (CostModel.start_request): enough to
@@ -168,11 +184,19 @@ class SourceCosts:
             return hits / (hits + misses) if hits + misses > 0 else mean
         return rng.betavariate(hits, misses)
 
-    def age(self) -> None:
-        """A round in which this source was not tested: its acceptance evidence fades (Decayed.age),
-        so the longer it sits out, the wider its posterior, and the likelier a Thompson draw tries it again."""
-        for kept in self.kept:
+    def age(self, start: int = 0) -> None:
+        """A round in which this source was not tested (from position start + 1 on): its acceptance
+        evidence fades (Decayed.age), so the longer it sits out, the wider its posterior, and the
+        likelier a Thompson draw tries it again."""
+        for kept in self.kept[start:]:
             kept.age()
+
+    def observe_first(self, kept: bool) -> None:
+        """Position 1 alone was tested (a counterfactual round, CostModel.observe); deeper positions
+        neither learn nor age."""
+        if not self.kept:
+            self.kept.append(Decayed(self.decay))
+        self.kept[0].add(1.0 if kept else 0.0)
 
     def to_json(self) -> dict:
         return {"draft": self.draft.to_json(), "kept": [k.to_json() for k in self.kept],
@@ -229,6 +253,7 @@ class CostModel:
         self.seen_widths: set[int] = set()
         self.sources: dict[str, SourceCosts] = {}
         self.overhead = Decayed(decay)  # seconds per round spent outside the models (choosing k)
+        self.observed: set[str] = set()  # the sources the last round was evidence for (once each)
 
     def source(self, name: str) -> SourceCosts:
         return self.sources.setdefault(str(name), SourceCosts(self.decay))  # plain str keys: they go to JSON
@@ -263,7 +288,10 @@ class CostModel:
         self.overhead.weight, self.overhead.total = saved.weight, saved.total
         self.sources.update({name: SourceCosts.from_json(c, decay) for name, c in data["sources"].items()})
 
-    def observe(self, round: RoundEvent, source: str) -> None:
+    def observe(self, round: RoundEvent, source: str, free: Mapping[str, "Draft"] | None = None) -> None:
+        """What the round showed: the drafting source's acceptance and cost (and its smaller nested
+        trees'), each free source's first position from what it would have drafted (free, judged
+        against round.tokens: observe_free), the pass time of its width, the per-round overhead."""
         prefill = round.round == 0
         # draft_seconds includes the policy's own choosing; the draft is charged only its proposing,
         # and the choosing, paid by every round alike, is kept apart as an overhead per round.
@@ -271,15 +299,21 @@ class CostModel:
         # A draft model that first reads a long stretch it sat out (or the whole prompt) pays a
         # prefill, not its cost per token: learning c from it would price the model out for good.
         steady = not prefill and round.catch_up <= CATCH_UP_LIMIT
+        self.observed = set()
         if round.drafted:  # what a source shows (a plain round, chosen or with nothing to draft, shows none)
             costs = self.source(source)
             costs.observe(round.tested_length, round.accepted, proposing / round.draft_length if steady else None)
             if round.tree is None:
                 costs.calibration.observe(round.confidences, round.accepted)
             costs.width.add(len(round.drafted) + 1)
-        if round.k == 0:  # a plain round: time passes for every source's evidence
-            for other in self.sources.values():
-                other.age()
+            self.observed.add(str(source))
+            if round.tree is not None and round.tree.nested:
+                self.observe_smaller_trees(round.tree, Source(source))
+        if free:
+            self.observe_free(free, round.tokens)
+        if round.k == 0:  # a plain round: time passes for every source's evidence (a free one's
+            for name, other in self.sources.items():  # first position just learned instead)
+                other.age(1 if name in self.observed else 0)
         if prefill:
             return
         self.overhead.add(round.policy_seconds)
@@ -287,6 +321,48 @@ class CostModel:
         if width in self.seen_widths:
             self.learn_pass(width, round.verify_seconds)
         self.seen_widths.add(width)
+
+    def observe_smaller_trees(self, tree: TreeRound, source: Source) -> None:
+        """A nested tree's round is also a round of each smaller budget of its drafter that this
+        model knows (TreeRound.first: the same verdict in distribution): their acceptance and width
+        learn from it as from their own rounds, so the sizes of one tree drafter share one arm's
+        exploration (token recycling offers four). Their draft cost is learned only from their own
+        rounds (growing a smaller tree costs a little less): each still has one measuring round."""
+        for name, costs in self.sources.items():
+            if name not in self.observed and _smaller_nested(name, source, None):
+                within = tree.first(Source(name).budget)
+                costs.observe(within.tested_length, len(within.path), None)
+                costs.width.add(len(within.tokens) + 1)
+                self.observed.add(name)
+
+    def observe_free(self, drafts: Mapping[str, "Draft"], committed: Sequence[int]) -> None:
+        """What free sources (drafters.base.DrafterBase) would have drafted this round, judged against
+        the tokens it committed (the accepted ones and the target's own): whether each would have
+        kept its first token. A free draft is deterministic given the past and q is one-hot on it,
+        so its first token is kept exactly when it is the target's first token: greedy, the
+        committed first token is the target's argmax, so this is the verdict its own round would
+        have had; sampled, it is an exact draw from the target (verify.py), so the verdict has its
+        own round's distribution. Position 1 only: every round commits a first token, but a second
+        only where the drafting source's first was kept, so deeper positions would be measured on
+        the text where that source does well (easier text) and read high; they learn from the free
+        source's own rounds. A tree keeps its first token when one of the root's children is it,
+        and a nested tree stands for its smaller budgets (their root children among its first b
+        nodes). Each source learns once a round: one this round drafted, or stood for as a nested
+        tree's first nodes, keeps that evidence. Width and cost learn only from a source's own
+        rounds (a free draft is asked at a depth of the loop's choosing)."""
+        first = committed[0]
+        for name, draft in drafts.items():
+            if not draft.tokens:
+                continue
+            sizes = [name] + [other for other in self.sources if _smaller_nested(other, name, draft)]
+            for size in sizes:
+                if size in self.observed:
+                    continue
+                budget = Source(size).budget if size != name else None
+                roots = [token for node, (token, parent) in enumerate(_nodes(draft))
+                         if parent < 0 and (budget is None or node < budget)]
+                self.source(size).observe_first(first in roots)
+                self.observed.add(size)
 
     def learn_pass(self, width: int, seconds: float) -> None:
         """One timed target pass over width tokens. A width never timed starts from what the widths
@@ -355,6 +431,20 @@ class CostModel:
         return self.source(source).draw_alpha(1, (self.prior_alpha, self.prior_weight), rng)
 
 
+def _smaller_nested(name: str, bigger: str, draft: "Draft | None") -> bool:
+    """Whether source `name` is a smaller budget of the same tree drafter as `bigger`, whose nested
+    tree stands for it (draft: the bigger's draft, when it says whether it is nested)."""
+    small, big = Source(name), Source(bigger)
+    return (small.drafter == big.drafter and small.budget is not None and small.budget < (big.budget or 0)
+            and (draft is None or draft.nested))
+
+
+def _nodes(draft: "Draft") -> list[tuple[int, int]]:
+    """(token, parent) of each node of a draft: a chain's node i is the child of node i - 1."""
+    parents = draft.tree.parents if draft.tree is not None else range(-1, len(draft.tokens) - 1)
+    return list(zip(draft.tokens, parents))
+
+
 def _interpolate(known: list[tuple[int, float]], width: float) -> float | None:
     """v(width) from the measured (width, seconds) pairs, sorted by width: see pass_seconds."""
     if not known:
@@ -378,8 +468,8 @@ class CostPolicy:
     alpha_1.
 
     Exploration (Thompson sampling: Thompson 1933; Russo et al., "A Tutorial on Thompson Sampling",
-    2018). Only the source drafted is tested, so a source that is not drafted (in plain decoding,
-    every source) learns nothing more. Each round draws every source's alpha_1 from its Beta
+    2018). Only the source drafted is tested (and a free source's first position, CostModel.observe_free),
+    so a model source that is not drafted learns nothing more. Each round draws every source's alpha_1 from its Beta
     posterior and takes the best (source, k) for those draws, plain decoding when none beats it. Thin
     evidence draws widely, so a source is tried in proportion to the chance that it is the best; thick
     evidence draws near its mean, so a source shown to lose is rarely tried and a source shown to win
@@ -510,8 +600,12 @@ class CostPolicy:
         measured = self.costs.source(source).width.mean
         return verify_width(source, k) if tree_budget(source) is None or k == 0 or measured is None else measured
 
-    def observe(self, round: RoundEvent, source: str) -> None:
-        self.costs.observe(round, source)
+    # The decoding loop asks the drafter's free sources what they would have drafted each round and
+    # passes it to observe (CostModel.observe_free).
+    wants_free_drafts = True
+
+    def observe(self, round: RoundEvent, source: str, free: Mapping[str, "Draft"] | None = None) -> None:
+        self.costs.observe(round, source, free)
 
 
 def verify_width(source: str, k: int) -> int:
@@ -532,7 +626,10 @@ class Policy(Protocol):
         where sources is empty (nothing to draft from)."""
         ...
 
-    def observe(self, round: RoundEvent, source: str) -> None: ...
+    def observe(self, round: RoundEvent, source: str) -> None:
+        """Learn from a round. A policy with wants_free_drafts = True is also given, as free=, what
+        the drafter's free sources would have drafted in it (DrafterBase.free_drafts)."""
+        ...
 
 
 def make_policy(name: str, k: int, k_max: int, costs: CostModel | None = None) -> Policy:

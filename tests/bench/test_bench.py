@@ -269,3 +269,18 @@ def test_auto_goals_judge_the_worst_category_and_the_best_peer():
     assert floor["detail"]["by_category"] == {"code": 1.4, "explain": 0.96}
     code = found["auto >= 1.3x the best transformers assisted setting on code (s)"]
     assert code["met"] is True and code["value"] == pytest.approx(1.4)
+
+
+def test_the_machine_names_its_vector_extension(monkeypatch):
+    """Two hosts both called "AMD EPYC" ran these models 2-3x apart (AVX-512 or not): a report says which."""
+    from specdec.bench import meters
+
+    def cpuinfo(flags: str):
+        return lambda path: f"model name\t: AMD EPYC\nflags\t\t: fpu sse2 {flags}\n" if path == "/proc/cpuinfo" else ""
+
+    monkeypatch.setattr(meters, "_read", cpuinfo("avx avx2 avx512f avx512bw"))
+    assert meters.machine()["cpu"] == "AMD EPYC (AVX-512)"
+    monkeypatch.setattr(meters, "_read", cpuinfo("avx avx2"))
+    assert meters.machine()["cpu"] == "AMD EPYC (AVX2)"
+    monkeypatch.setattr(meters, "_read", cpuinfo("neon"))
+    assert meters.machine()["cpu"] == "AMD EPYC"

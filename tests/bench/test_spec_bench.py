@@ -174,3 +174,23 @@ def test_the_transformers_peer_samples_with_the_runs_own_settings(monkeypatch):
     greedy = spec_bench_run.timed_turn(pair, peer, Request("w5 w9 w14", 16, raw=True))[1]
     assert calls[-1]["do_sample"] is False and "temperature" not in calls[-1]
     assert greedy == [e.token for e in pair.standard(Request("w5 w9 w14", 16, raw=True))]
+
+
+def test_a_run_can_take_a_subset_of_the_sample_by_question_id(tmp_path):
+    """--prompts picks questions of the sample by id (a slow setup, such as the eager engine's peers,
+    runs a few); the results say which; an id the sample lacks is refused by name."""
+    suite = tmp_path / "sb.jsonl"
+    rows = [("q1", "qa", ["w5 w9 w14 w5 w9"]), ("q2", "translation", ["w7 w3 w40"]), ("q3", "rag", ["w60 w5"])]
+    suite.write_text("".join(json.dumps({"question_id": i, "category": c, "turns": t}) + "\n" for i, c, t in rows))
+    pair = Pair(loaded(tiny_model("llama", seed=7), word_tokenizer(96)))
+    args = SimpleNamespace(suite=str(suite), per_category=None, sample_seed=0, prompts=("q3", "q1"), temperatures=None,
+                           max_new_tokens=6, drafters=("prompt-lookup",), repeats=1)
+    results = spec_bench_run.run(args, pair, log=lambda message: None)
+    assert sorted({a["question_id"] for a in results["answers"]}) == ["q1", "q3"]
+    assert results["meta"]["questions"] == 2 and results["meta"]["prompts"] == ["q3", "q1"]
+    with pytest.raises(SystemExit, match="--prompts: q9 not in this sample"):
+        spec_bench_run.run(replace_args(args, prompts=("q9",)), pair, log=lambda message: None)
+
+
+def replace_args(args: SimpleNamespace, **changes) -> SimpleNamespace:
+    return SimpleNamespace(**{**vars(args), **changes})

@@ -21,9 +21,10 @@ class Cycling:
     switching, chosen before the round's draws, as any policy must."""
 
     name = "cycling"
+    wants_free_drafts = True  # the loop asks the free sources each round, as for the cost policy
 
     def __init__(self, ks=(4, 2, 0, 3, 1, 2)):
-        self.round, self.ks, self.used = 0, ks, {}
+        self.round, self.ks, self.used, self.free_seen = 0, ks, {}, 0
 
     def choose(self, sources):
         """The offered source used least so far (the first of equals): each round another, and one
@@ -33,8 +34,8 @@ class Cycling:
         self.used[source] = self.used.get(source, 0) + 1
         return Choice(self.ks[self.round % len(self.ks)], source)
 
-    def observe(self, round, source):
-        pass
+    def observe(self, round, source, free=None):
+        self.free_seen += len(free or {})
 
 
 def mixed(target, draft, lane):
@@ -67,9 +68,11 @@ def test_greedy_stays_exact_when_the_source_changes_every_round(arch):
     draft = perturbed(target, 0.03)
     expected = [e.token for e in standard_decode(CachedModel(target), PROMPT, Sampling(), 48)]
     lane = CachedModel(target)
+    policy = Cycling()
     rounds = list(speculative_decode(lane, mixed(target, draft, lane), PROMPT, Speculation(k=4), Sampling(), 48,
-                                     policy=Cycling()))
+                                     policy=policy))
     assert [t for r in rounds for t in r.tokens] == expected
+    assert policy.free_seen > 0  # the free sources were asked beside every choice, and changed nothing
     used = {r.source for r in rounds if r.source}
     assert {Source(s).drafter for s in used} == {"prompt-lookup", "lookup-tree", "recycling", "draft-model", "draft-tree"}
     assert len({s for s in used if s.startswith("recycling")}) >= 2  # more than one of its tree sizes
@@ -114,3 +117,21 @@ def test_every_drafter_reads_its_options_from_one_object():
     with pytest.raises(MissingDraftModel, match="the hybrid drafter needs a draft model"):
         make_drafter("hybrid", DrafterOptions(96))
     assert [m.name for m in make_drafter("mixed", DrafterOptions(96)).members] == ["prompt-lookup"]
+
+
+def test_the_draft_models_chain_and_tree_share_one_cache_so_the_prompt_is_read_once(llama):
+    """A tree round reads the prompt into the draft's cache; the chain round after it, on the path
+    the tree's first node began, reads nothing again (a cache of its own would read it all)."""
+    from specdec.engine.drafters import DraftTreeDrafter, ModelDrafter
+
+    drafter = mixed(llama, perturbed(llama, 0.02), CachedModel(llama))
+    chain = next(m for m in drafter.members if isinstance(m, ModelDrafter))
+    tree = next(m for m in drafter.members if isinstance(m, DraftTreeDrafter))
+    assert chain.draft is tree.draft
+    grown = drafter.propose(PROMPT, 3, Sampling(), None, "draft-tree:8")
+    assert grown.catch_up == len(PROMPT)  # the request's first draft reads the prompt
+    ids = PROMPT + [grown.tokens[0]]
+    assert drafter.propose(ids, 2, Sampling(), None, "draft-model").catch_up == 0
+    assert drafter.propose(ids + [7, 9], 2, Sampling(), None, "draft-tree:8").catch_up <= 2
+    with pytest.raises(ValueError, match="same model"):
+        DraftTreeDrafter(perturbed(llama, 0.5), llama.vocab_size, cache=chain.draft)

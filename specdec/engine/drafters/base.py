@@ -35,6 +35,10 @@ class Draft:
     origins: tuple[str, ...] | None = None
     # A model draft's confidence in each token: the probability it gave it (confidence.py).
     confidences: tuple[float, ...] = ()
+    # A tree whose first b nodes are the tree its drafter proposes with a budget of b (best-first
+    # growth, a budget-cut trie): one verified round is then evidence for every smaller budget too
+    # (events.TreeRound.first).
+    nested: bool = False
 
 
 class Drafter(Protocol):
@@ -55,15 +59,38 @@ class Drafter(Protocol):
 
 class DrafterBase:
     """What most drafters share: one source, their own name, and nothing to reset between requests
-    (a drafter with a cache or per-request state overrides reset)."""
+    (a drafter with a cache or per-request state overrides reset).
+
+    A free drafter (prompt lookup, lookup-tree, token recycling) proposes deterministically, with no
+    model pass and no random draw, so what it would have drafted can be asked any round at the cost
+    of a lookup (peek), and judged against the tokens the round commits (CostModel.observe_
+    counterfactual): its acceptance is then measured every round, not only in the rounds it drafts."""
 
     name: str
+    free = False
 
     def reset(self) -> None:
         pass
 
     def sources(self, ids: list[int]) -> tuple[Source, ...]:
         return (Source(self.name),)
+
+    def peek(self, ids: list[int], k: int, source: str | None = None) -> Draft:
+        """A free drafter's proposal, with no side effect on the drafter (propose may keep state for
+        the pass that reads its draft)."""
+        return self.propose(ids, k, Sampling(), None, source)  # type: ignore[attr-defined]
+
+    def free_drafts(self, ids: list[int], k: int, chosen: str | None) -> dict[Source, Draft]:
+        """What a free drafter would have drafted this round where `chosen` (None: nothing) drafts
+        instead: its first source's draft (a tree drafter's biggest, whose first nodes stand for its
+        smaller budgets), unless that source is the one chosen, or it has nothing to draft."""
+        if not self.free or k < 1:
+            return {}
+        first = self.sources(ids)[0]
+        if first == chosen:
+            return {}
+        draft = self.peek(ids, k, first)
+        return {first: draft} if draft.tokens else {}
 
 
 def fit_vocab(logits: torch.Tensor, vocab_size: int) -> torch.Tensor:

@@ -15,6 +15,7 @@ class PromptLookupDrafter(DrafterBase):
     (longest n first) and propose what followed it. Needs no model; deterministic."""
 
     name = "prompt-lookup"
+    free = True
 
     @classmethod
     def from_options(cls, options: DrafterOptions) -> "PromptLookupDrafter":

@@ -2,8 +2,9 @@
 
 Prompt lookup and its tree where the context repeats (they cost nothing and have a draft only there),
 the draft model and its tree where there is a draft model, and any other member (token recycling).
-Each member keeps its own state (a model member its own KV cache, which catches up in one pass on
-the tokens committed while another member drafted). The policy weighs each source by its own
+Each member keeps its own state; the draft model's chain and tree share one KV cache (a request's
+prompt is read once, not once each, and a switch between them reads nothing again), which catches up
+in one pass on the tokens committed while a free member drafted. The policy weighs each source by its own
 measured acceptance and cost (policy.py) and the drafted tokens are verified as any member's are,
 so the output is exact whichever drafts. Tree members offer only their configured budget: each
 source costs a measuring round before the policy trusts it, and the smaller budgets of a tree
@@ -20,7 +21,6 @@ from ..confidence import StopRule
 from ..sources import Source
 from .base import Draft, Drafter
 from .lookup import PromptLookupDrafter
-from ..kvcache import CachedModel
 from .model import ModelDrafter
 from .options import DrafterOptions
 from .recycling import RecyclingDrafter
@@ -37,9 +37,10 @@ class MixedDrafter:
         trees = options.target is not None and options.target.takes_trees
         members: list[Drafter] = [PromptLookupDrafter()] + ([LookupTreeDrafter(options.tree)] if trees else [])
         if options.draft_model is not None:
-            members.append(ModelDrafter.from_options(options))
-            if trees and CachedModel(options.draft_model).takes_trees:
-                members.append(DraftTreeDrafter.from_options(options))
+            chain = ModelDrafter.from_options(options)
+            members.append(chain)
+            if trees and chain.draft.takes_trees:  # one KV cache for both: the prompt is read once
+                members.append(DraftTreeDrafter.from_options(options, cache=chain.draft))
         if trees:  # after the draft model: the policy measures unmeasured sources in this order
             members.append(RecyclingDrafter.from_options(options))
         return cls(members)
@@ -72,6 +73,18 @@ class MixedDrafter:
         smaller = [s for m in members if isinstance(m, RecyclingDrafter) for s in m.sources(ids)[1:]]
         offered = tuple(m.sources(ids)[0] for m in members) + tuple(smaller)
         return offered
+
+    def free_drafts(self, ids: list[int], k: int, chosen: str | None) -> dict[Source, Draft]:
+        """What each free member (prompt lookup, lookup-tree, token recycling: base.DrafterBase) would
+        have drafted this round where `chosen` drafts instead (None: nothing does); a member not
+        offered this round has nothing to draft."""
+        offered = set(self.sources(ids))  # e.g. recycling only where its table has a row
+        drafts: dict[Source, Draft] = {}
+        for member in self.members:
+            free_drafts = getattr(member, "free_drafts", None)
+            if free_drafts is not None and member.sources(ids)[0] in offered:
+                drafts.update(free_drafts(ids, k, chosen))
+        return drafts
 
     def observe(self, fed: list[int], logits: torch.Tensor, previous: list[int] | None = None) -> None:
         for member in self.members:

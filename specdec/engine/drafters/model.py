@@ -35,6 +35,7 @@ class ModelDrafter(DrafterBase):
         """Up to k tokens, one draft pass each. The draft ends early after a token it gives less than
         `confidence` (a fixed threshold, transformers' assistant_confidence_threshold), or when the
         round's stop rule says one more token is not worth its cost (the cost policy's, confidence.py)."""
+        self.draft.settle(ids)  # a shared cache's last tree path is already read: not catch-up
         catch_up = len(ids) - common_prefix(self.draft.ids, ids)
         tokens: list[int] = []
         rows, confidences = [], []  # rows: greedy logits, or the q each token was drawn from

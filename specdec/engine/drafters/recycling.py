@@ -187,6 +187,7 @@ class AdjacencyTable:
 
 class RecyclingDrafter(DrafterBase):
     name = "recycling"
+    free = True
 
     @classmethod
     def from_options(cls, options: DrafterOptions) -> "RecyclingDrafter":
@@ -226,14 +227,18 @@ class RecyclingDrafter(DrafterBase):
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None) -> Draft:
+        grown = self._grown(ids, k, source)
+        self._proposed = grown  # the pass that reads this tree scores its context nodes (observe)
+        return _draft(grown)
+
+    def peek(self, ids: list[int], k: int, source: str | None = None) -> Draft:
+        """The tree propose would draft, leaving the context's scoring to the tree actually drafted."""
+        return _draft(self._grown(ids, k, source))
+
+    def _grown(self, ids: list[int], k: int, source: str | None) -> "Grown":
         budget = min((Source(source).budget if source else None) or self.shape.budget, self.shape.budget)
-        grown = self.grow(ids[-1], k, budget, previous=ids[-2] if len(ids) > 1 else NO_TOKEN,
-                          context=context_continuation(ids, k))
-        self._proposed = grown
-        if not grown.tokens:
-            return Draft([], None)
-        tree = Tree(tuple(grown.tokens), tuple(grown.parents))
-        return Draft(list(tree.tokens), None, tree=tree, origins=tuple(grown.origins))
+        return self.grow(ids[-1], k, budget, previous=ids[-2] if len(ids) > 1 else NO_TOKEN,
+                         context=context_continuation(ids, k))
 
     def grow(self, root: int, depth: int, budget: int, previous: int = NO_TOKEN,
              context: "Continuation | None" = None) -> "Grown":
@@ -274,6 +279,14 @@ class RecyclingDrafter(DrafterBase):
             grown.origins.append(origin)
             offer(len(grown.tokens) - 1, before, token, level, -score, at + 1 if at >= 0 else -1)
         return grown
+
+
+def _draft(grown: "Grown") -> Draft:
+    if not grown.tokens:
+        return Draft([], None)
+    tree = Tree(tuple(grown.tokens), tuple(grown.parents))
+    # Best first: the tree of any smaller budget is this one's first nodes (nested).
+    return Draft(list(tree.tokens), None, tree=tree, origins=tuple(grown.origins), nested=True)
 
 
 @dataclass(frozen=True)

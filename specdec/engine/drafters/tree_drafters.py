@@ -38,12 +38,18 @@ class DraftTreeDrafter(DrafterBase):
     name = "draft-tree"
 
     @classmethod
-    def from_options(cls, options: DrafterOptions) -> "DraftTreeDrafter":
-        return cls(options.need_draft(cls.name), options.target_vocab_size, options.tree)
+    def from_options(cls, options: DrafterOptions, cache: CachedModel | None = None) -> "DraftTreeDrafter":
+        return cls(options.need_draft(cls.name), options.target_vocab_size, options.tree, cache)
 
-    def __init__(self, model: torch.nn.Module, target_vocab_size: int, shape: TreeShape = TreeShape()):
+    def __init__(self, model: torch.nn.Module, target_vocab_size: int, shape: TreeShape = TreeShape(),
+                 cache: CachedModel | None = None):
+        """cache: the draft's KV cache, shared with a chain drafter of the same model (the mixed
+        drafter's), so neither reads the prompt or the other's rounds again; CachedModel keys what it
+        holds by the ids it has read, so either may extend or roll back what the other left."""
         check_draft_reads(model, target_vocab_size)
-        self.draft = CachedModel(model)
+        if cache is not None and cache.model is not model:
+            raise ValueError("a shared draft cache must hold the same model")
+        self.draft = cache or CachedModel(model)
         self.target_vocab_size, self.shape = target_vocab_size, shape
 
     def reset(self) -> None:
@@ -108,6 +114,7 @@ class LookupTreeDrafter(DrafterBase):
     wrong one; the tree lets the target pick. Needs no model; deterministic."""
 
     name = "lookup-tree"
+    free = True
 
     @classmethod
     def from_options(cls, options: DrafterOptions) -> "LookupTreeDrafter":
@@ -125,7 +132,9 @@ class LookupTreeDrafter(DrafterBase):
         if not branches:
             return Draft([], None)
         tree = merge_prefixes(branches, (Source(source).budget if source else None) or self.shape.budget)
-        return Draft(list(tree.tokens), None, tree=tree)
+        # merge_prefixes numbers nodes as met and stops at the budget: a smaller budget's tree is
+        # this one's first nodes (nested).
+        return Draft(list(tree.tokens), None, tree=tree, nested=True)
 
     def branches(self, ids: list[int], k: int) -> list[list[int]]:
         return [ids[start + n : start + n + k] for n, starts in matches(ids, self.max_ngram, self.min_ngram)
