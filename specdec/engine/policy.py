@@ -26,7 +26,7 @@ Nested trees. Where a drafter's tree of budget b is its bigger tree's first b no
 recycling's best-first growth, lookup-tree's budget-cut trie), a round of the bigger tree says what
 each smaller one would have accepted (events.TreeRound.first: exactly, greedy; in distribution,
 sampled), so it is evidence for every smaller budget too (CostModel.observe_smaller_trees): the
-sizes of one drafter are one arm's worth of exploration, not four.
+sizes of one drafter share one arm's exploration (each still measures its own draft cost once).
 
 Free sources are measured every round. Prompt lookup, lookup-tree and token recycling draft
 deterministically with no model pass, so each round the decoding loop asks them what they would have
@@ -468,16 +468,16 @@ class CostPolicy:
     alpha_1.
 
     Exploration (Thompson sampling: Thompson 1933; Russo et al., "A Tutorial on Thompson Sampling",
-    2018). Only the source drafted is tested (and a free source's first position, CostModel.observe_free),
-    so a model source that is not drafted learns nothing more. Each round draws every source's alpha_1 from its Beta
-    posterior and takes the best (source, k) for those draws, plain decoding when none beats it. Thin
-    evidence draws widely, so a source is tried in proportion to the chance that it is the best; thick
-    evidence draws near its mean, so a source shown to lose is rarely tried and a source shown to win
-    is drafted round after round. Evidence ages while untested (SourceCosts.age), so no verdict is
-    final: what prose taught gets retried on the code that follows. This replaced taking alpha_1 one
-    standard error low plus probes at a backing-off rate (hope: one standard error high): on the
-    Qwen pair a draft model whose first three rounds were unlucky (a conversation: 4 of 4, then 0,
-    0) was judged below plain decoding at once and the probes went to thinly measured free sources
+    2018). Only the source drafted is tested (and each free source's first position:
+    CostModel.observe_free), so a model source that is not drafted learns nothing more. Each round draws
+    every source's alpha_1 from its Beta posterior and takes the best (source, k) for those draws, plain
+    decoding when none beats it. Thin evidence draws widely, so a source is tried in proportion to the
+    chance that it is the best; thick evidence draws near its mean, so a source shown to lose is rarely
+    tried and a source shown to win is drafted round after round. Evidence ages while untested
+    (SourceCosts.age), so no verdict is final: what prose taught gets retried on the code that follows.
+    This replaced taking alpha_1 one standard error low plus probes at a backing-off rate (hope: one
+    standard error high): on the Qwen pair a draft model whose first three rounds were unlucky (a
+    conversation: 4 of 4, then 0, 0) was judged below plain decoding at once and the probes went to thinly measured free sources
     instead, so whole answers ran as plain decoding beside a draft accepted ~80% of the time
     (docs/auto-notes.md). Draws come from the policy's own seeded generator, never the sampler's.
 
