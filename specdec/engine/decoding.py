@@ -84,13 +84,14 @@ def speculative_decode(
     while True:
         # 1. Choose k and the source from earlier rounds only (timed: choosing is part of the lane's cost).
         start = clock.now()
-        choice = policy.choose(drafter.sources(ids))
+        offered = drafter.sources(ids)
+        choice = policy.choose(offered)
         # A round yields at most drafted + 1 tokens: never draft what max_new_tokens cannot take.
         k_round = min(choice.k, max_new_tokens - produced - 1)
         # What the free sources not chosen would have drafted, for the policy to judge against this
         # round's tokens (CostModel.observe_free): a per-round cost of choosing, so timed as such.
         free = {} if free_drafts is None or max_new_tokens - produced < 2 else \
-            free_drafts(ids, max(k_round, spec.k), choice.source if k_round > 0 else None)
+            free_drafts(ids, max(k_round, spec.k), choice.source if k_round > 0 else None, offered)
         chosen_at = clock.now()
         # 2. Draft. A stop rule (the cost policy's, for a model source) goes to token-by-token drafters.
         stop = {"stop": choice.stop} if choice.stop is not None else {}

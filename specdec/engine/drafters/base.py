@@ -80,14 +80,17 @@ class DrafterBase:
         the pass that reads its draft)."""
         return self.propose(ids, k, Sampling(), None, source)  # type: ignore[attr-defined]
 
-    def free_drafts(self, ids: list[int], k: int, chosen: str | None) -> dict[Source, Draft]:
+    def free_drafts(self, ids: list[int], k: int, chosen: str | None, offered: tuple[Source, ...]
+                    ) -> dict[Source, Draft]:
         """What a free drafter would have drafted this round where `chosen` (None: nothing) drafts
         instead: its first source's draft (a tree drafter's biggest, whose first nodes stand for its
-        smaller budgets), unless that source is the one chosen, or it has nothing to draft."""
+        smaller budgets), unless that source is the one chosen, is not among the round's `offered`
+        sources (the mixed drafter offers recycling only where its table has a row), or has
+        nothing to draft."""
         if not self.free or k < 1:
             return {}
         first = self.sources(ids)[0]
-        if first == chosen:
+        if first == chosen or first not in offered:
             return {}
         draft = self.peek(ids, k, first)
         return {first: draft} if draft.tokens else {}

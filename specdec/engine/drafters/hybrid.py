@@ -33,9 +33,10 @@ class HybridDrafter:
         has_match = self.lookup.match(ids) is not None
         return (*self.lookup.sources(ids), *self.model.sources(ids)) if has_match else self.model.sources(ids)
 
-    def free_drafts(self, ids: list[int], k: int, chosen: str | None) -> dict[Source, Draft]:
+    def free_drafts(self, ids: list[int], k: int, chosen: str | None, offered: tuple[Source, ...]
+                    ) -> dict[Source, Draft]:
         """Prompt lookup's draft where the model drafts (or nothing does): base.DrafterBase.free_drafts."""
-        return self.lookup.free_drafts(ids, k, chosen)
+        return self.lookup.free_drafts(ids, k, chosen, offered)
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None, stop: StopRule | None = None) -> Draft:

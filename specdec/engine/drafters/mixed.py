@@ -74,16 +74,15 @@ class MixedDrafter:
         offered = tuple(m.sources(ids)[0] for m in members) + tuple(smaller)
         return offered
 
-    def free_drafts(self, ids: list[int], k: int, chosen: str | None) -> dict[Source, Draft]:
+    def free_drafts(self, ids: list[int], k: int, chosen: str | None, offered: tuple[Source, ...]
+                    ) -> dict[Source, Draft]:
         """What each free member (prompt lookup, lookup-tree, token recycling: base.DrafterBase) would
-        have drafted this round where `chosen` drafts instead (None: nothing does); a member not
-        offered this round has nothing to draft."""
-        offered = set(self.sources(ids))  # e.g. recycling only where its table has a row
+        have drafted this round where `chosen` drafts instead (None: nothing does), if offered."""
         drafts: dict[Source, Draft] = {}
         for member in self.members:
             free_drafts = getattr(member, "free_drafts", None)
-            if free_drafts is not None and member.sources(ids)[0] in offered:
-                drafts.update(free_drafts(ids, k, chosen))
+            if free_drafts is not None:
+                drafts.update(free_drafts(ids, k, chosen, offered))
         return drafts
 
     def observe(self, fed: list[int], logits: torch.Tensor, previous: list[int] | None = None) -> None:
