@@ -63,8 +63,8 @@ class DrafterBase:
 
     A free drafter (prompt lookup, lookup-tree, token recycling) proposes deterministically, with no
     model pass and no random draw, so what it would have drafted can be asked any round at the cost
-    of a lookup (peek), and judged against the tokens the round commits (CostModel.observe_
-    counterfactual): its acceptance is then measured every round, not only in the rounds it drafts."""
+    of a lookup (peek), and its first token judged against the round's first committed token
+    (CostModel.observe_free): its alpha_1 is then measured every round, not only in those it drafts."""
 
     name: str
     free = False

@@ -3,12 +3,12 @@
 Prompt lookup and its tree where the context repeats (they cost nothing and have a draft only there),
 the draft model and its tree where there is a draft model, and any other member (token recycling).
 Each member keeps its own state; the draft model's chain and tree share one KV cache (a request's
-prompt is read once, not once each, and a switch between them reads nothing again), which catches up
-in one pass on the tokens committed while a free member drafted. The policy weighs each source by its own
-measured acceptance and cost (policy.py) and the drafted tokens are verified as any member's are,
-so the output is exact whichever drafts. Tree members offer only their configured budget: each
-source costs a measuring round before the policy trusts it, and the smaller budgets of a tree
-rarely beat its configured one and a chain together. Token recycling is the exception (sources).
+prompt is read once, not once each, and a switch between them reads nothing again), which catches
+up in one pass on the tokens committed while a free member drafted. The policy weighs each source
+by its own measured acceptance and cost (policy.py) and the drafted tokens are verified as any
+member's are, so the output is exact whichever drafts. Tree members offer only their configured
+budget: each source costs a measuring round before the policy trusts it, and the smaller budgets of
+a tree rarely beat its configured one and a chain together. Token recycling is the exception (sources).
 """
 from __future__ import annotations
 
