@@ -53,6 +53,9 @@ CATCH_UP_LIMIT = 8  # committed tokens a draft may read first and still count as
 # Observations of a source's acceptance a new request starts from (CostModel.start_request): enough to
 # draft on at once, few enough that the new text's own rounds outweigh them within a handful of rounds.
 CARRIED_EVIDENCE = 8.0
+# Observations of a model source's acceptance by confidence a new request starts from: the calibration
+# maps the draft's own confidence, which follows the new text, to acceptance, so it carries over more.
+CARRIED_CALIBRATION = 32.0
 
 POLICIES = {
     "fixed": "draft k tokens every round",
@@ -229,14 +232,15 @@ class SourceCosts:
             for kept in self.kept[tested:]:
                 kept.age()
 
-    def start_request(self, evidence: float) -> None:
+    def start_request(self, evidence: float, calibration: float = CARRIED_CALIBRATION) -> None:
         """A new request is new text: keep each estimate, with at most `evidence` observations
         behind it, so this text's rounds outweigh another's within a few rounds (the decay alone
-        would take ~1 / (1 - decay) of them, and the calibration's ~33)."""
+        would take ~1 / (1 - decay) of them). The calibration keeps up to `calibration` (its decay
+        holds ~33): acceptance by confidence is the pair's, the confidence follows the text."""
         for kept in self.kept:
             kept.cap(evidence)
         self.width.cap(evidence)
-        self.calibration.cap(evidence)
+        self.calibration.cap(calibration)
 
 
 class CostModel:
@@ -258,11 +262,11 @@ class CostModel:
     def source(self, name: str) -> SourceCosts:
         return self.sources.setdefault(str(name), SourceCosts(self.decay))  # plain str keys: they go to JSON
 
-    def start_request(self, evidence: float = CARRIED_EVIDENCE) -> None:
+    def start_request(self, evidence: float = CARRIED_EVIDENCE, calibration: float = CARRIED_CALIBRATION) -> None:
         """Carry acceptance into a new request as a prior, not as a verdict (SourceCosts.start_request).
         Draft costs, pass times and the overhead belong to the device and carry over whole."""
         for costs in self.sources.values():
-            costs.start_request(evidence)
+            costs.start_request(evidence, calibration)
 
     def sharing_passes(self) -> "CostModel":
         """A cost model for another setup of the same pair: its own sources' evidence, this one's
@@ -415,16 +419,25 @@ class CostModel:
         untested position takes the one above's. alpha_1, given, replaces the first position's
         estimate (the policy's Thompson draw); deeper alphas are conditional on the ones above and
         stay at their shrunk means."""
-        costs, out, survive = self.source(source), [1.0], 1.0
-        prior, used = self.prior_alpha, self.prior_alpha
-        for i in range(1, k_max + 1):
-            if i <= len(costs.kept):
-                used = prior = costs.alpha(i, (prior, self.prior_weight))
-            if i == 1 and alpha_1 is not None:
-                used = alpha_1
-            survive *= used
+        out, survive = [1.0], 1.0
+        for i, alpha in enumerate(self.position_alphas(source, k_max), start=1):
+            survive *= alpha_1 if i == 1 and alpha_1 is not None else alpha
             out.append(out[-1] + survive)
         return out
+
+    def position_alphas(self, source: str, depth: int) -> list[float]:
+        """[alpha_1, ..., alpha_depth] as E(k) reads them: each shrunk towards the one above it
+        (alpha_1 towards prior_alpha), an untested one the one above's. The stop rule reads the same
+        chain, so a draft that has never gone past depth 5 expects position 6 to do as position 5
+        does, not as an average first token: shrunk towards alpha_1 instead, the deep positions of a
+        draft that agrees ~95% past its first token read ~0.72 and every draft stopped at 5, which
+        then never tested them (the Qwen pair, greedy, 4.5 tokens a pass against transformers' 7.6)."""
+        costs, alphas, prior = self.source(source), [], self.prior_alpha
+        for i in range(1, depth + 1):
+            if i <= len(costs.kept):
+                prior = costs.alpha(i, (prior, self.prior_weight))
+            alphas.append(prior)
+        return alphas
 
     def draw_alpha_1(self, source: str, rng: random.Random) -> float:
         """A Thompson draw of the source's alpha_1 (SourceCosts.draw_alpha)."""
@@ -561,11 +574,10 @@ class CostPolicy:
         # equal MIN_CALIBRATION and lose the last bit to rounding.)
         if tree_budget(source) is not None or costs.calibration.evidence < self.MIN_CALIBRATION - 1e-6:
             return None
-        prior = costs.alpha(1, (self.costs.prior_alpha, self.costs.prior_weight)) or self.costs.prior_alpha
-        alphas = [costs.alpha(i, (prior, self.costs.prior_weight)) or prior for i in range(1, costs.tested_depth + 1)]
+        alphas = self.costs.position_alphas(source, max(1, costs.tested_depth))
         # v(1..horizon + 1), read off the table once: the rule asks for them after every drafted token.
         passes = tuple(self.costs.pass_seconds_many(range(1, horizon + 2)))
-        return StopRule(lambda c: costs.calibration.acceptance(c, prior), tuple(alphas) or (prior,),
+        return StopRule(lambda c: costs.calibration.acceptance(c, alphas[0]), tuple(alphas),
                         costs.draft.mean or 0.0, lambda n: passes[min(n, len(passes)) - 1],
                         self.costs.overhead.mean or 0.0, horizon)
 

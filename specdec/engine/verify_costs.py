@@ -58,7 +58,7 @@ class VerifyCosts:
     def from_json(cls, data: dict) -> "VerifyCosts":
         return cls(tuple(data["widths"]), tuple(data["seconds"]), data["context"])
 
-    def agrees_with(self, other: "VerifyCosts", tolerance: float = 0.3) -> bool:
+    def agrees_with(self, other: "VerifyCosts", tolerance: float = 0.15) -> bool:
         """Whether other looks measured on the same machine in the same state: a single step within
         tolerance (relative), and every common width's cost in steps within tolerance too. A table
         that disagrees means another machine, engine or load, whose learned costs do not carry over."""

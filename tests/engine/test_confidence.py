@@ -23,8 +23,11 @@ def test_calibration_counts_tested_positions_only():
     calibration.observe((0.95, 0.15, 0.92), accepted=1)  # kept, rejected, never tested
     assert calibration.tested[9] == 1 and calibration.kept[9] == 1
     assert calibration.tested[1] == 1 and calibration.kept[1] == 0 and calibration.evidence == 2
-    assert calibration.acceptance(0.97, prior=0.5, weight=2) == pytest.approx((1 + 1) / (1 + 2))
-    assert calibration.acceptance(0.5, prior=0.5) == 0.5  # an empty bin is the prior
+    # Shrunk towards halfway between the overall acceptance (0.5) and the bin's mid confidence (0.95).
+    assert calibration.acceptance(0.97, prior=0.5, weight=2) == pytest.approx((1 + 0.725 * 2) / (1 + 2))
+    assert calibration.acceptance(0.55, prior=0.5) == pytest.approx(0.525)  # an empty bin is its prior
+    # An untested bin of unsure tokens reads below the average token, a confident one above it.
+    assert calibration.acceptance(0.25, prior=0.8) < 0.8 < calibration.acceptance(0.85, prior=0.8)
     assert Calibration.from_json(calibration.to_json()).tested == calibration.tested
 
 
@@ -72,6 +75,27 @@ def test_the_cost_policy_hands_out_a_stop_rule_once_calibrated():
     assert choice.stop is not None and choice.k == 8 and "while its confidence pays" in choice.reason
     # 0.3 s a draft token against 0.02 s a verified one: an unsure token is not worth another.
     assert choice.stop.keep_drafting([0.95, 0.95]) and not choice.stop.keep_drafting([0.95, 0.1])
+
+
+def test_the_stop_rule_reads_deep_positions_as_the_chain_above_them():
+    """A draft whose first token is a coin flip but whose next four are always kept, and whose
+    positions 6-8 were tested once, long ago: they read as position 5 does (E(k)'s chain), not as
+    an average first token. Shrunk towards alpha_1 they read ~0.5, and a confident draft stopped at
+    5, never to test them again (the Qwen pair stopped every draft at 5 this way)."""
+    costs = CostModel(decay=0.9)
+    for n in range(1, 12):
+        for i in (1, 2):
+            costs.observe(rnd(i, n - 1, 0, (0.5,) * (n - 1), verify_s=1.0 + 0.02 * n), "timing")
+    costs.observe(rnd(3, 8, 8, (0.95,) * 8, draft_s=0.05), MODEL)
+    for i in range(40):
+        accepted = 5 if i % 2 else 0
+        costs.observe(rnd(4 + i, 5, accepted, (0.95,) * 5, draft_s=0.05), MODEL)
+    policy = CostPolicy(k_max=16, costs=costs)
+    rule = policy.stop_rule(MODEL, 10)
+    alphas = costs.position_alphas(MODEL, 8)
+    assert tuple(rule.position_alpha) == tuple(alphas)
+    assert alphas[0] < 0.6 and min(alphas[5:]) > 0.9 and costs.source(MODEL).kept[5].weight < 0.1
+    assert rule.keep_drafting([0.95] * 5)  # past the depth every recent round stopped at
 
 
 class Stopping:

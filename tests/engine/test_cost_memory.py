@@ -95,7 +95,9 @@ def evidence(pair):
 def test_verify_tables_agree_only_within_tolerance():
     slower = VerifyCosts(TABLE.widths, tuple(1.1 * s for s in TABLE.seconds), 8)
     bent = VerifyCosts(TABLE.widths, TABLE.seconds[:4] + (0.03, 0.04, 0.05), 8)
-    assert TABLE.agrees_with(slower) and not TABLE.agrees_with(bent)
+    # Another host: the Qwen pair's decode step is 0.24 s on an AVX-512 EPYC, 0.33 s on an AVX2 one.
+    other_host = VerifyCosts(TABLE.widths, tuple(1.35 * s for s in TABLE.seconds), 8)
+    assert TABLE.agrees_with(slower) and not TABLE.agrees_with(bent) and not TABLE.agrees_with(other_host)
     assert VerifyCosts.from_json(TABLE.to_json()) == TABLE
 
 
@@ -129,7 +131,7 @@ def test_a_fresh_verify_table_wins_over_a_saved_one(models, tmp_path, monkeypatc
     first.remember_costs(path)
     first.warm_up(REQUEST)
     list(first.speculative(REQUEST))
-    slower = VerifyCosts(TABLE.widths, tuple(1.2 * s for s in TABLE.seconds), 8)  # agrees within 30%
+    slower = VerifyCosts(TABLE.widths, tuple(1.12 * s for s in TABLE.seconds), 8)  # agrees within 15%
     second = new_pair(models, slower, monkeypatch)
     second.remember_costs(path)
     second.warm_up(REQUEST)

@@ -214,7 +214,7 @@ def test_plain_decoding_is_not_a_trap_evidence_ages_until_a_draw_tries_again():
 
 def test_a_new_request_carries_acceptance_as_a_prior_not_a_verdict():
     """start_request keeps each estimate with at most CARRIED_EVIDENCE observations behind it (the
-    calibration too), and leaves the device's costs alone."""
+    calibration with at most CARRIED_CALIBRATION), and leaves the device's costs alone."""
     v = {n: 1.0 + 0.1 * (n - 1) for n in range(1, 10)}
     model = teach(v, c=0.1, alpha=0.4, depth=4, decay=0.99)
     costs = model.source(MODEL)
@@ -223,8 +223,8 @@ def test_a_new_request_carries_acceptance_as_a_prior_not_a_verdict():
         costs.calibration.observe([0.5], 0)
     before = [costs.alpha(i) for i in (1, 2, 3)], costs.calibration.acceptance(0.9, 0.5, 0.0)
     draft, verify = costs.draft.mean, model.pass_seconds(5)
-    model.start_request(evidence=5.0)
-    assert max(k.weight for k in costs.kept) == pytest.approx(5.0) and costs.calibration.evidence == pytest.approx(5.0)
+    model.start_request(evidence=5.0, calibration=20.0)
+    assert max(k.weight for k in costs.kept) == pytest.approx(5.0) and costs.calibration.evidence == pytest.approx(20.0)
     after = [costs.alpha(i) for i in (1, 2, 3)], costs.calibration.acceptance(0.9, 0.5, 0.0)
     assert after[0] == pytest.approx(before[0]) and after[1] == pytest.approx(before[1])
     assert (costs.draft.mean, model.pass_seconds(5)) == (draft, verify)
