@@ -306,7 +306,14 @@ class CostModel:
         self.observed = set()
         if round.drafted:  # what a source shows (a plain round, chosen or with nothing to draft, shows none)
             costs = self.source(source)
-            costs.observe(round.tested_length, round.accepted, proposing / round.draft_length if steady else None)
+            # Tested to the draft's length, a tree's depth: a tree's path that ends at a leaf above its
+            # depth misses the next position, since this tree offered nothing there. With L the
+            # accepted path's length, alpha_i = P(L >= i | L >= i - 1) and E(depth) = E[L] + 1, the
+            # tree's tokens per round, exactly. (Counted as untested, as a chain's statistics count
+            # it, the deep positions of a 16-node draft tree grown 16 deep, whose branches mostly end
+            # early, read 1.0: it was expected to yield 9 tokens a round where it made 6, and the
+            # policy drafted it over the chain; the Qwen pair on a maths question.)
+            costs.observe(round.draft_length, round.accepted, proposing / round.draft_length if steady else None)
             if round.tree is None:
                 costs.calibration.observe(round.confidences, round.accepted)
             costs.width.add(len(round.drafted) + 1)
@@ -335,7 +342,7 @@ class CostModel:
         for name, costs in self.sources.items():
             if name not in self.observed and _smaller_nested(name, source, None):
                 within = tree.first(Source(name).budget)
-                costs.observe(within.tested_length, len(within.path), None)
+                costs.observe(within.depth, len(within.path), None)
                 costs.width.add(len(within.tokens) + 1)
                 self.observed.add(name)
 

@@ -231,9 +231,10 @@ def test_tree_drafters_under_moving_policies_stay_exact(models, policy):
                     assert len(r.tree.tokens) <= budget and r.k <= budget
 
 
-def test_a_path_ending_at_a_leaf_is_no_rejection():
-    """root -> A (a leaf), root -> B -> C: accepting A tried nothing deeper, so the policies must not
-    count a rejection at depth 2 (the heuristic would shrink k, the cost model learn alpha_2 = 0)."""
+def test_a_path_ending_at_a_leaf_ends_the_trees_yield():
+    """root -> A (a leaf), root -> B -> C. Accepting A yields 2 tokens: the tree has nothing below A,
+    so for the cost model, which prices this tree's tokens per round, depth 2 was missed (alpha_2 =
+    P(L >= 2 | L >= 1), L the accepted path's length). The heuristic still sees a bonus and widens."""
     from specdec import RoundEvent
     from specdec.engine.events import TreeRound
     from specdec.engine.policy import CostModel, HeuristicPolicy
@@ -242,16 +243,20 @@ def test_a_path_ending_at_a_leaf_is_no_rejection():
         tree = TreeRound((5, 6, 7), (-1, -1, 1), path)
         return RoundEvent(1, 2, (5, 6, 7), len(path), (0,) * len(fates), fates, 0.1, 0.1, (), False, tree=tree)
 
-    leaf, inner = event((0,), (ACCEPTED, BONUS)), event((1,), (ACCEPTED, CORRECTED))
-    assert (leaf.draft_length, leaf.tested_length) == (2, 1) and inner.tested_length == 2
+    leaf, inner, whole = event((0,), (ACCEPTED, BONUS)), event((1,), (ACCEPTED, CORRECTED)), \
+        event((1, 2), (ACCEPTED, ACCEPTED, BONUS))
+    assert leaf.draft_length == inner.draft_length == 2 and (leaf.tested_length, inner.tested_length) == (1, 2)
     heuristic = HeuristicPolicy(3, 16)
     heuristic.observe(leaf, "draft-tree:3")
     assert heuristic.k == 5
-    costs = CostModel()
-    costs.observe(leaf, "draft-tree:3")
-    assert len(costs.source("draft-tree:3").kept) == 1  # position 2 untested
-    costs.observe(inner, "draft-tree:3")
-    assert costs.source("draft-tree:3").kept[1].mean == 0.0
+    costs = CostModel(decay=1.0)  # no decay: the four rounds weigh alike
+    for round in (leaf, inner, whole, whole):
+        costs.observe(round, "draft-tree:3")
+    kept = costs.source("draft-tree:3").kept
+    assert [k.weight > 0 for k in kept] == [True, True]
+    # Four rounds yielded 2, 2, 3 and 3 tokens: alpha_2 is 2 of 4, and E(2) their mean.
+    assert kept[1].mean == pytest.approx(0.5)
+    assert (kept[0].mean, kept[1].mean) == (1.0, 0.5)  # E(2) = 1 + 1 + 0.5: the mean of 2, 2, 3, 3
 
 
 def test_budget_sources_and_widths():
