@@ -155,6 +155,7 @@ class SourceCosts:
     kept: list[Decayed] = field(default_factory=list)  # per position: decayed share of tested kept
     width: Decayed = None  # type: ignore[assignment]  # tokens in its rounds' target passes (trees)
     calibration: Calibration = field(default_factory=Calibration)  # acceptance by draft confidence
+    request_depth: int = 0  # the deepest position tested on this request's text (start_request resets it)
 
     def __post_init__(self) -> None:
         self.draft, self.width = Decayed(self.decay), Decayed(self.decay)
@@ -200,6 +201,7 @@ class SourceCosts:
         if not self.kept:
             self.kept.append(Decayed(self.decay))
         self.kept[0].add(1.0 if kept else 0.0)
+        self.request_depth = max(self.request_depth, 1)
 
     def to_json(self) -> dict:
         return {"draft": self.draft.to_json(), "kept": [k.to_json() for k in self.kept],
@@ -220,6 +222,7 @@ class SourceCosts:
             self.draft.add(pass_seconds)
         # Position i was tested when every position before it was kept: i = 1..accepted + 1.
         tested = min(drafted, accepted + 1)
+        self.request_depth = max(self.request_depth, tested)
         for i in range(1, tested + 1):
             while len(self.kept) < i:
                 self.kept.append(Decayed(self.decay))
@@ -241,6 +244,7 @@ class SourceCosts:
             kept.cap(evidence)
         self.width.cap(evidence)
         self.calibration.cap(calibration)
+        self.request_depth = 0
 
 
 class CostModel:
@@ -501,10 +505,10 @@ class CostPolicy:
     instead, so whole answers ran as plain decoding beside a draft accepted ~80% of the time
     (docs/auto-notes.md). Draws come from the policy's own seeded generator, never the sampler's.
 
-    Reach. A chain source drafts at most twice as deep as any of its rounds has been tested, and at
-    least MIN_REACH (geometric widening: each round that reaches its depth doubles what the next may
-    try), and a target pass no wider than the verify-cost table (or, without one, the widest pass
-    timed) + 2.
+    Reach. A source drafts at most twice as deep as its rounds have been tested on this request's
+    text, and at least MIN_REACH (geometric widening: each round that reaches its depth doubles what
+    the next may try), and a target pass no wider than the verify-cost table (or, without one, the
+    widest pass timed) + 2.
 
     Confidence. Once a model source has shown how its acceptance follows its own confidence
     (MIN_CALIBRATION tested positions), its rounds draft up to the reach and stop at the first
@@ -570,9 +574,13 @@ class CostPolicy:
         return max(widest + 2, min(budgets, default=0) + 1)
 
     def depth_reach(self, source: str) -> int:
-        """How deep a chain source may draft: twice the deepest position it has tested, and at least
-        MIN_REACH (a pass over 5 tokens costs about one step on a GPU or the fast CPU engine)."""
-        return max(self.MIN_REACH, 2 * self.costs.source(source).tested_depth)
+        """How deep a source may draft: twice the deepest position it has tested on this request's
+        text, and at least MIN_REACH (a pass over 5 tokens costs about one step on a GPU or the fast
+        CPU engine). Per request, because a new text must show its own depth: carried over, the
+        depth a code answer reached let a translation's first rounds draft a 16-node draft tree 12
+        deep (0.3 s of draft passes, 3 plain steps) and lose it at the first token, 3 rounds of 9
+        (the Qwen pair sampled: 0.56x plain decoding). A text that pays doubles it each round."""
+        return max(self.MIN_REACH, 2 * self.costs.source(source).request_depth)
 
     def stop_rule(self, source: str, horizon: int) -> StopRule | None:
         """The source's stop rule up to horizon tokens, once its acceptance by confidence is measured."""
@@ -601,8 +609,9 @@ class CostPolicy:
         return source, k, rates[source, k] * plain_round
 
     def deepest(self, source: str) -> int:
-        """The deepest k a choice may take from source: k_max, a tree's budget, a chain's reach."""
-        return min(self.k_max, tree_budget(source) or self.depth_reach(source))
+        """The deepest k a choice may take from source: k_max, its reach, and a tree's budget (a tree
+        of n nodes is at most n deep)."""
+        return min(self.k_max, self.depth_reach(source), tree_budget(source) or self.k_max)
 
     def rates(self, source: str, alpha_1: float | None = None, k_max: int | None = None) -> list[float]:
         """Expected tokens per second of drafting k = 0..k_max (the policy's, unless given) from
