@@ -505,8 +505,8 @@ class CostPolicy:
     instead, so whole answers ran as plain decoding beside a draft accepted ~80% of the time
     (docs/auto-notes.md). Draws come from the policy's own seeded generator, never the sampler's.
 
-    Reach. A source drafts at most twice as deep as its rounds have been tested on this request's
-    text, and at least MIN_REACH (geometric widening: each round that reaches its depth doubles what
+    Reach. A source drafts at most twice as deep as its rounds have been tested (a tree: on this
+    request's text), and at least MIN_REACH (geometric widening: each round that reaches its depth doubles what
     the next may try), and a target pass no wider than the verify-cost table (or, without one, the
     widest pass timed) + 2.
 
@@ -574,13 +574,19 @@ class CostPolicy:
         return max(widest + 2, min(budgets, default=0) + 1)
 
     def depth_reach(self, source: str) -> int:
-        """How deep a source may draft: twice the deepest position it has tested on this request's
-        text, and at least MIN_REACH (a pass over 5 tokens costs about one step on a GPU or the fast
-        CPU engine). Per request, because a new text must show its own depth: carried over, the
-        depth a code answer reached let a translation's first rounds draft a 16-node draft tree 12
-        deep (0.3 s of draft passes, 3 plain steps) and lose it at the first token, 3 rounds of 9
-        (the Qwen pair sampled: 0.56x plain decoding). A text that pays doubles it each round."""
-        return max(self.MIN_REACH, 2 * self.costs.source(source).request_depth)
+        """How deep a source may draft: twice the deepest position it has tested, and at least
+        MIN_REACH (a pass over 5 tokens costs about one step on a GPU or the fast CPU engine).
+
+        A tree counts only what this request's text has tested: it is drafted to its full depth
+        whatever its tokens look like, so a new text must show its own depth first (a text that pays
+        doubles the reach each round). Carried over, the depth a code answer reached let a
+        translation's first rounds draft a 16-node draft tree 12 deep (0.3 s of draft passes, 3
+        plain steps) and lose it at the first token, 3 rounds of 9 (the Qwen pair sampled: 0.56x
+        plain decoding). A chain keeps what earlier text showed: its depth is free (prompt lookup)
+        or stopped by the draft's own confidence on this text (confidence.StopRule), and restarting
+        it from MIN_REACH cost the copying answers (RAG, summaries) the long first drafts that pay."""
+        costs = self.costs.source(source)
+        return max(self.MIN_REACH, 2 * (costs.request_depth if tree_budget(source) is not None else costs.tested_depth))
 
     def stop_rule(self, source: str, horizon: int) -> StopRule | None:
         """The source's stop rule up to horizon tokens, once its acceptance by confidence is measured."""

@@ -379,25 +379,26 @@ def test_the_cost_policy_explores_wider_passes_a_step_at_a_time():
     assert policy.choose([MODEL]).k == 4
 
 
-def test_a_new_request_widens_from_min_reach_again():
-    """Depth is shown per text: a source drafted 8 deep on one request starts the next at MIN_REACH
-    (a model tree's depth is paid in draft passes), and each round that tests its depth doubles the
-    reach, up to a tree's budget."""
+def test_a_new_request_widens_a_tree_from_min_reach_again():
+    """A tree's depth is shown per text: a draft tree grown 8 deep on one request starts the next at
+    MIN_REACH (its depth is paid in draft passes, with no confidence to stop them), and each round
+    that tests its depth doubles the reach, up to its budget. A chain keeps its reach: its draft
+    stops on its own confidence."""
     v = {n: 1.0 + 0.05 * (n - 1) for n in range(1, 18)}
     costs = teach(v, c=0.05, alpha=0.95, depth=8)
     tree = "draft-tree:16"
     for i in range(3):
         costs.observe(rnd(300 + i, 8, 8, draft_s=0.4, verify_s=v[9]), tree)
     policy = CostPolicy(k_max=32, costs=costs)
-    assert policy.deepest(MODEL) == 16 and policy.deepest(tree) == 16
+    assert policy.deepest(MODEL) == policy.deepest(tree) == 16
     costs.start_request()
-    assert policy.deepest(MODEL) == policy.deepest(tree) == CostPolicy.MIN_REACH
-    assert policy.choose([MODEL]).k <= CostPolicy.MIN_REACH
-    costs.observe(rnd(400, 4, 2, draft_s=0.2, verify_s=v[5]), MODEL)  # tested to position 3
-    costs.observe(rnd(401, 4, 4, draft_s=0.2, verify_s=v[5]), tree)  # tested to its depth, 4
-    assert (policy.deepest(MODEL), policy.deepest(tree)) == (6, 8)
-    costs.observe(rnd(402, 8, 8, draft_s=0.4, verify_s=v[9]), tree)
-    assert policy.deepest(tree) == 16  # twice 8, and a 16-node tree is at most 16 deep
+    assert policy.deepest(tree) == CostPolicy.MIN_REACH and policy.deepest(MODEL) == 16
+    costs.observe(rnd(400, 4, 2, draft_s=0.2, verify_s=v[5]), tree)  # tested to position 3
+    assert policy.deepest(tree) == 6
+    costs.observe(rnd(401, 6, 6, draft_s=0.3, verify_s=v[7]), tree)  # tested to its depth, 6
+    assert policy.deepest(tree) == 12
+    costs.observe(rnd(402, 12, 12, draft_s=0.6, verify_s=v[13]), tree)
+    assert policy.deepest(tree) == 16  # a 16-node tree is at most 16 deep
 
 
 def test_a_draw_bets_on_thin_but_good_evidence_with_a_wide_draft():
