@@ -264,7 +264,10 @@ class CostModel:
         self.observed: set[str] = set()  # the sources the last round was evidence for (once each)
 
     def source(self, name: str) -> SourceCosts:
-        return self.sources.setdefault(str(name), SourceCosts(self.decay))  # plain str keys: they go to JSON
+        costs = self.sources.get(name)
+        if costs is None:  # (not setdefault: a policy asks this dozens of times a round, a default each time)
+            costs = self.sources[str(name)] = SourceCosts(self.decay)  # plain str keys: they go to JSON
+        return costs
 
     def start_request(self, evidence: float = CARRIED_EVIDENCE, calibration: float = CARRIED_CALIBRATION) -> None:
         """Carry acceptance into a new request as a prior, not as a verdict (SourceCosts.start_request).

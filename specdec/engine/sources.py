@@ -14,6 +14,8 @@ written as a plain str(): orjson, which Gradio uses, refuses str subclasses as d
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 
 class Source(str):
     __slots__ = ()
@@ -26,8 +28,7 @@ class Source(str):
     @property
     def budget(self) -> int | None:
         """n for a tree source of n nodes; None for a chain source."""
-        _, colon, n = self.rpartition(":")
-        return int(n) if colon and n.isdigit() else None
+        return _budget(str(self))
 
     @property
     def drafter(self) -> str:
@@ -37,6 +38,13 @@ class Source(str):
     def verify_width(self, k: int) -> int:
         """Tokens in the target pass that verifies k drafts of this source (the table above)."""
         return k + 1 if self.budget is None or k == 0 else self.budget + 1
+
+
+@lru_cache(maxsize=1024)
+def _budget(name: str) -> int | None:
+    """Source.budget, parsed once per name: the cost policy asks it of every (source, k) every round."""
+    _, colon, n = name.rpartition(":")
+    return int(n) if colon and n.isdigit() else None
 
 
 def budget_sources(name: str, budget: int) -> tuple[Source, ...]:
