@@ -16,7 +16,8 @@ source is drafted in proportion to the chance that it is the best, plain decodin
 
 Evidence is of this text. Acceptance depends on the text, so a new request keeps what others
 taught as a prior of at most CARRIED_EVIDENCE observations, and evidence ages in rounds that did
-not test it: positions past where the drafts stop, and every source during plain decoding. Neither
+not test it: positions past where the drafts stop, and every source that sits a round out
+(CostModel.age_sitting_out). Neither
 a deep position that once failed nor a run of plain decoding is then a state the policy cannot
 leave (what prose teaches would otherwise hold a summary that follows it to short drafts or none).
 Exactness does not depend on any of this: k is chosen from past rounds (and the
@@ -262,6 +263,7 @@ class CostModel:
         self.sources: dict[str, SourceCosts] = {}
         self.overhead = Decayed(decay)  # seconds per round spent outside the models (choosing k)
         self.observed: set[str] = set()  # the sources the last round was evidence for (once each)
+        self.judged_first: set[str] = set()  # of those, the ones judged on their first position alone (free)
 
     def source(self, name: str) -> SourceCosts:
         costs = self.sources.get(name)
@@ -310,7 +312,7 @@ class CostModel:
         # A draft model that first reads a long stretch it sat out (or the whole prompt) pays a
         # prefill, not its cost per token: learning c from it would price the model out for good.
         steady = not prefill and round.catch_up <= CATCH_UP_LIMIT
-        self.observed = set()
+        self.observed, self.judged_first = set(), set()
         if round.drafted:  # what a source shows (a plain round, chosen or with nothing to draft, shows none)
             costs = self.source(source)
             # Tested to the draft's length, a tree's depth: a tree's path that ends at a leaf above its
@@ -329,9 +331,7 @@ class CostModel:
                 self.observe_smaller_trees(round.tree, Source(source))
         if free:
             self.observe_free(free, round.tokens)
-        if round.k == 0:  # a plain round: time passes for every source's evidence (a free one's
-            for name, other in self.sources.items():  # first position just learned instead)
-                other.age(1 if name in self.observed else 0)
+        self.age_sitting_out()
         if prefill:
             return
         self.overhead.add(round.policy_seconds)
@@ -339,6 +339,24 @@ class CostModel:
         if width in self.seen_widths:
             self.learn_pass(width, round.verify_seconds)
         self.seen_widths.add(width)
+
+    def age_sitting_out(self) -> None:
+        """Time passes for what the round did not test: every position of a source that sat it out,
+        and a free source's positions below the first it was judged on (observe_free). The drafting
+        source aged its own untested positions as it learned (SourceCosts.observe).
+
+        Every round, not only plain ones: acceptance follows the text, so this is a bandit whose
+        arms drift, and discounted Thompson sampling (Raj and Kalyani, "Taming Non-stationary
+        Bandits: A Bayesian Approach", 2017) discounts every arm's evidence each round, drawn or
+        not. An arm that sits out then has a widening posterior and is drawn again within some
+        rounds; one whose evidence only aged in plain rounds kept another text's verdict for as long
+        as a rival drafted (the Qwen pair: the draft model, carried over from prose, sat out 36
+        rounds of a maths answer behind token recycling and was never tested on it)."""
+        for name, other in self.sources.items():
+            if name not in self.observed:
+                other.age(0)
+            elif name in self.judged_first:
+                other.age(1)
 
     def observe_smaller_trees(self, tree: TreeRound, source: Source) -> None:
         """A nested tree's round is also a round of each smaller budget of its drafter that this
@@ -381,6 +399,7 @@ class CostModel:
                          if parent < 0 and (budget is None or node < budget)]
                 self.source(size).observe_first(first in roots)
                 self.observed.add(size)
+                self.judged_first.add(size)
 
     def learn_pass(self, width: int, seconds: float) -> None:
         """One timed target pass over width tokens. A width never timed starts from what the widths
