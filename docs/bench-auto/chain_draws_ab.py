@@ -29,7 +29,7 @@ def alpha_1_only(self, source, depth, rng):
     """Before: alpha_1 drawn, deeper positions at their shrunk means (position_alphas)."""
     alphas = self.position_alphas(source, depth)
     if alphas:
-        alphas[0] = self.draw_alpha_1(source, rng)
+        alphas[0] = CHAIN(self, source, 1, rng)[0]
     return alphas
 
 

@@ -471,19 +471,15 @@ class CostModel:
             alphas.append(prior)
         return alphas
 
-    def draw_alpha_1(self, source: str, rng: random.Random) -> float:
-        """A Thompson draw of the source's alpha_1 (SourceCosts.draw_alpha)."""
-        return self.source(source).draw_alpha(1, (self.prior_alpha, self.prior_weight), rng)
-
     def draw_alphas(self, source: str, depth: int, rng: random.Random) -> list[float]:
         """A Thompson draw of [alpha_1, ..., alpha_depth]: position_alphas' chain with each tested
         position drawn from its Beta posterior around the draw above it (SourceCosts.draw_alpha),
-        an untested one the draw above's. Thick evidence draws close to position_alphas; thin or
+        alpha_1 from the prior alone where untested, a deeper untested one the draw above's. Thick evidence draws close to position_alphas; thin or
         aged evidence draws widely, so a source whose deep positions this text has not tested is
         sometimes drawn deep enough to be tried (see CostPolicy)."""
         costs, alphas, above = self.source(source), [], self.prior_alpha
         for i in range(1, depth + 1):
-            if i <= len(costs.kept):
+            if i == 1 or i <= len(costs.kept):
                 above = costs.draw_alpha(i, (above, self.prior_weight), rng)
             alphas.append(above)
         return alphas
@@ -530,9 +526,9 @@ class CostPolicy:
     CostModel.observe_free), so a model source that is not drafted learns nothing more. Each round draws
     every source's acceptance chain from its Beta posteriors (CostModel.draw_alphas: each tested
     position around the draw above it, as E(k) reads the means) and takes the best (source, k) for
-    those draws, plain decoding when none beats it. Thin evidence draws widely, so a source is tried in proportion to the
-    chance that it is the best; thick evidence draws near its mean, so a source shown to lose is rarely
-    tried and a source shown to win is drafted round after round. Evidence ages while untested
+    those draws, plain decoding when none beats it. Thin evidence draws widely, so a source is tried
+    in proportion to the chance that it is the best; thick evidence draws near its mean, so a source
+    shown to lose is rarely tried and a source shown to win is drafted round after round. Evidence ages while untested
     (SourceCosts.age), so no verdict is final: what prose taught gets retried on the code that follows.
     This replaced taking alpha_1 one standard error low plus probes at a backing-off rate (hope: one
     standard error high): on the Qwen pair a draft model whose first three rounds were unlucky (a
@@ -540,7 +536,7 @@ class CostPolicy:
     instead, so whole answers ran as plain decoding beside a draft accepted ~80% of the time
     (docs/auto-notes.md). The whole chain is drawn, not alpha_1 alone: E(k) rests on every position,
     and a draft model's deep positions are what a new text leaves stale. With alpha_1 drawn and the
-    rest at their means, a draft model whose deep positions last learned prose (and aged since) read
+    rest at their means, a draft model whose deep positions had last learned prose (carried over) read
     1.4-1.7x plain decoding on a maths answer where it made 4.3 tokens a pass at k = 4 (2.6x), lost
     every draw to token recycling's 2.2x for 36 rounds in a row, and so was never tested on that text
     (the Qwen pair; docs/spec-bench/notes.md). Draws come from the policy's own seeded generator,

@@ -106,7 +106,7 @@ def test_thompson_draws_spread_with_thin_evidence_and_gather_with_thick():
 
     def draws(model, seed=0):
         rng = random.Random(seed)
-        return [model.draw_alpha_1(MODEL, rng) for _ in range(2000)]
+        return [model.draw_alphas(MODEL, 1, rng)[0] for _ in range(2000)]
 
     for model, spread in [(thin, (0.18, 0.28)), (thick, (0.02, 0.05))]:
         drawn = draws(model)
