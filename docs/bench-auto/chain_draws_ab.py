@@ -6,8 +6,14 @@ learned costs and token recycling table from turn to turn (a session), all from 
 turn, two passes (the second from what the first taught, in the other order). The old behaviour is
 rebuilt here only. Numbers in docs/spec-bench/notes.md.
 
-    PYTHONPATH=. .venv/bin/python docs/bench-auto/chain_draws_ab.py > docs/bench-auto/chain_draws_ab.txt
-    PYTHONPATH=. .venv/bin/python docs/bench-auto/chain_draws_ab.py smollm2 > docs/bench-auto/chain_draws_ab_smollm2.txt
+The two exploration changes of the 2026-11-25 evening session (Thompson draws of the whole
+acceptance chain; every round ages the sources that sat it out) were landed, measured and reverted
+(docs/spec-bench/notes.md): this script runs against the commit that has them:
+
+    git worktree add /tmp/explore 4cfe963
+
+    PYTHONPATH=/tmp/explore .venv/bin/python docs/bench-auto/chain_draws_ab.py > docs/bench-auto/chain_draws_ab.txt
+    PYTHONPATH=/tmp/explore .venv/bin/python docs/bench-auto/chain_draws_ab.py smollm2 > docs/bench-auto/chain_draws_ab_smollm2.txt
 
 `smollm2`: SmolLM2-135M alone, where auto's sources are the free ones, with token recycling under the
 cost policy both ways too, and prompt lookup at k = 4 as the reference lane.

@@ -5,7 +5,13 @@ chain_draws_ab.py (the 21 turns, each lane its own learned costs and token recyc
 interleaved turn by turn, two passes). The old behaviour is rebuilt here only. Numbers in
 docs/spec-bench/notes.md.
 
-    PYTHONPATH=. .venv/bin/python docs/bench-auto/sitting_out_ab.py > docs/bench-auto/sitting_out_ab.txt
+The two exploration changes of the 2026-11-25 evening session (Thompson draws of the whole
+acceptance chain; every round ages the sources that sat it out) were landed, measured and reverted
+(docs/spec-bench/notes.md): this script runs against the commit that has them:
+
+    git worktree add /tmp/explore 4cfe963
+
+    PYTHONPATH=/tmp/explore .venv/bin/python docs/bench-auto/sitting_out_ab.py > docs/bench-auto/sitting_out_ab.txt
 """
 import time
 from dataclasses import replace

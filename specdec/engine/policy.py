@@ -11,13 +11,12 @@ k = 0 is a plain decode step, E(0) / T(0) = 1 / (v(1) + o), and wins whenever no
 Position-wise alpha_j follows a draft whose agreement falls with depth; the table v(n) follows a
 device on which verifying 5 tokens can cost less than verifying 3. alpha_j is shrunk towards a
 prior, so one lucky round cannot promise k = 16, and a pass may be at most 2 wider than the widest
-measured. Each round the chain alpha_1..alpha_k is a Thompson draw from its posterior (CostPolicy): a
-source is drafted in proportion to the chance that it is the best, plain decoding included.
+measured. alpha_1 is a Thompson draw from its posterior each round (CostPolicy): a source is drafted
+in proportion to the chance that it is the best, plain decoding included.
 
 Evidence is of this text. Acceptance depends on the text, so a new request keeps what others
 taught as a prior of at most CARRIED_EVIDENCE observations, and evidence ages in rounds that did
-not test it: positions past where the drafts stop, and every source that sits a round out
-(CostModel.age_sitting_out). Neither
+not test it: positions past where the drafts stop, and every source during plain decoding. Neither
 a deep position that once failed nor a run of plain decoding is then a state the policy cannot
 leave (what prose teaches would otherwise hold a summary that follows it to short drafts or none).
 Exactness does not depend on any of this: k is chosen from past rounds (and the
@@ -263,7 +262,6 @@ class CostModel:
         self.sources: dict[str, SourceCosts] = {}
         self.overhead = Decayed(decay)  # seconds per round spent outside the models (choosing k)
         self.observed: set[str] = set()  # the sources the last round was evidence for (once each)
-        self.judged_first: set[str] = set()  # of those, the ones judged on their first position alone (free)
 
     def source(self, name: str) -> SourceCosts:
         costs = self.sources.get(name)
@@ -312,7 +310,7 @@ class CostModel:
         # A draft model that first reads a long stretch it sat out (or the whole prompt) pays a
         # prefill, not its cost per token: learning c from it would price the model out for good.
         steady = not prefill and round.catch_up <= CATCH_UP_LIMIT
-        self.observed, self.judged_first = set(), set()
+        self.observed = set()
         if round.drafted:  # what a source shows (a plain round, chosen or with nothing to draft, shows none)
             costs = self.source(source)
             # Tested to the draft's length, a tree's depth: a tree's path that ends at a leaf above its
@@ -331,7 +329,9 @@ class CostModel:
                 self.observe_smaller_trees(round.tree, Source(source))
         if free:
             self.observe_free(free, round.tokens)
-        self.age_sitting_out()
+        if round.k == 0:  # a plain round: time passes for every source's evidence (a free one's
+            for name, other in self.sources.items():  # first position just learned instead)
+                other.age(1 if name in self.observed else 0)
         if prefill:
             return
         self.overhead.add(round.policy_seconds)
@@ -339,24 +339,6 @@ class CostModel:
         if width in self.seen_widths:
             self.learn_pass(width, round.verify_seconds)
         self.seen_widths.add(width)
-
-    def age_sitting_out(self) -> None:
-        """Time passes for what the round did not test: every position of a source that sat it out,
-        and a free source's positions below the first it was judged on (observe_free). The drafting
-        source aged its own untested positions as it learned (SourceCosts.observe).
-
-        Every round, not only plain ones: acceptance follows the text, so this is a bandit whose
-        arms drift, and discounted Thompson sampling (Raj and Kalyani, "Taming Non-stationary
-        Bandits: A Bayesian Approach", 2017) discounts every arm's evidence each round, drawn or
-        not. An arm that sits out then has a widening posterior and is drawn again within some
-        rounds; one whose evidence only aged in plain rounds kept another text's verdict for as long
-        as a rival drafted (the Qwen pair: the draft model, carried over from prose, sat out 36
-        rounds of a maths answer behind token recycling and was never tested on it)."""
-        for name, other in self.sources.items():
-            if name not in self.observed:
-                other.age(0)
-            elif name in self.judged_first:
-                other.age(1)
 
     def observe_smaller_trees(self, tree: TreeRound, source: Source) -> None:
         """A nested tree's round is also a round of each smaller budget of its drafter that this
@@ -399,7 +381,6 @@ class CostModel:
                          if parent < 0 and (budget is None or node < budget)]
                 self.source(size).observe_first(first in roots)
                 self.observed.add(size)
-                self.judged_first.add(size)
 
     def learn_pass(self, width: int, seconds: float) -> None:
         """One timed target pass over width tokens. A width never timed starts from what the widths
@@ -443,17 +424,18 @@ class CostModel:
     def expected_tokens(self, source: str, k: int) -> float:
         return self.expected_tokens_upto(source, k)[k]
 
-    def expected_tokens_upto(self, source: str, k_max: int, alphas: Sequence[float] | None = None) -> list[float]:
+    def expected_tokens_upto(self, source: str, k_max: int, alpha_1: float | None = None) -> list[float]:
         """[E(0), ..., E(k_max)], E(k) = 1 + sum_{i<=k} prod_{j<=i} alpha_j, in one pass.
 
         Each alpha_j is shrunk towards the position before it (towards prior_alpha for the first):
         deep positions are tested least, and a draft that agrees at position 1 mostly agrees
         further on, so thin evidence there borrows from the better-measured position above it. An
-        untested position takes the one above's (position_alphas). alphas, given (the policy's
-        Thompson draw of the chain, draw_alphas), replace the shrunk means."""
+        untested position takes the one above's. alpha_1, given, replaces the first position's
+        estimate (the policy's Thompson draw); deeper alphas are conditional on the ones above and
+        stay at their shrunk means."""
         out, survive = [1.0], 1.0
-        for alpha in (self.position_alphas(source, k_max) if alphas is None else alphas[:k_max]):
-            survive *= alpha
+        for i, alpha in enumerate(self.position_alphas(source, k_max), start=1):
+            survive *= alpha_1 if i == 1 and alpha_1 is not None else alpha
             out.append(out[-1] + survive)
         return out
 
@@ -471,18 +453,9 @@ class CostModel:
             alphas.append(prior)
         return alphas
 
-    def draw_alphas(self, source: str, depth: int, rng: random.Random) -> list[float]:
-        """A Thompson draw of [alpha_1, ..., alpha_depth]: position_alphas' chain with each tested
-        position drawn from its Beta posterior around the draw above it (SourceCosts.draw_alpha),
-        alpha_1 from the prior alone where untested, a deeper untested one the draw above's. Thick evidence draws close to position_alphas; thin or
-        aged evidence draws widely, so a source whose deep positions this text has not tested is
-        sometimes drawn deep enough to be tried (see CostPolicy)."""
-        costs, alphas, above = self.source(source), [], self.prior_alpha
-        for i in range(1, depth + 1):
-            if i == 1 or i <= len(costs.kept):
-                above = costs.draw_alpha(i, (above, self.prior_weight), rng)
-            alphas.append(above)
-        return alphas
+    def draw_alpha_1(self, source: str, rng: random.Random) -> float:
+        """A Thompson draw of the source's alpha_1 (SourceCosts.draw_alpha)."""
+        return self.source(source).draw_alpha(1, (self.prior_alpha, self.prior_weight), rng)
 
 
 def _smaller_nested(name: str, bigger: str, draft: "Draft | None") -> bool:
@@ -519,28 +492,21 @@ def _interpolate(known: list[tuple[int, float]], width: float) -> float | None:
 
 class CostPolicy:
     """argmax over (source, k) of E(k) / T(k), k in [0, k_max], on a Thompson draw of each source's
-    acceptance chain alpha_1..alpha_k.
+    alpha_1.
 
     Exploration (Thompson sampling: Thompson 1933; Russo et al., "A Tutorial on Thompson Sampling",
     2018). Only the source drafted is tested (and each free source's first position:
     CostModel.observe_free), so a model source that is not drafted learns nothing more. Each round draws
-    every source's acceptance chain from its Beta posteriors (CostModel.draw_alphas: each tested
-    position around the draw above it, as E(k) reads the means) and takes the best (source, k) for
-    those draws, plain decoding when none beats it. Thin evidence draws widely, so a source is tried
-    in proportion to the chance that it is the best; thick evidence draws near its mean, so a source
-    shown to lose is rarely tried and a source shown to win is drafted round after round. Evidence ages while untested
+    every source's alpha_1 from its Beta posterior and takes the best (source, k) for those draws, plain
+    decoding when none beats it. Thin evidence draws widely, so a source is tried in proportion to the
+    chance that it is the best; thick evidence draws near its mean, so a source shown to lose is rarely
+    tried and a source shown to win is drafted round after round. Evidence ages while untested
     (SourceCosts.age), so no verdict is final: what prose taught gets retried on the code that follows.
     This replaced taking alpha_1 one standard error low plus probes at a backing-off rate (hope: one
     standard error high): on the Qwen pair a draft model whose first three rounds were unlucky (a
     conversation: 4 of 4, then 0, 0) was judged below plain decoding at once and the probes went to thinly measured free sources
     instead, so whole answers ran as plain decoding beside a draft accepted ~80% of the time
-    (docs/auto-notes.md). The whole chain is drawn, not alpha_1 alone: E(k) rests on every position,
-    and a draft model's deep positions are what a new text leaves stale. With alpha_1 drawn and the
-    rest at their means, a draft model whose deep positions had last learned prose (carried over) read
-    1.4-1.7x plain decoding on a maths answer where it made 4.3 tokens a pass at k = 4 (2.6x), lost
-    every draw to token recycling's 2.2x for 36 rounds in a row, and so was never tested on that text
-    (the Qwen pair; docs/spec-bench/notes.md). Draws come from the policy's own seeded generator,
-    never the sampler's.
+    (docs/auto-notes.md). Draws come from the policy's own seeded generator, never the sampler's.
 
     Reach. A source drafts at most twice as deep as its rounds have been tested (a tree: on this
     request's text), and at least MIN_REACH (geometric widening: each round that reaches its depth doubles what
@@ -577,10 +543,10 @@ class CostPolicy:
         plain = self.costs.pass_seconds(1) if 1 in self.costs.verify else None
         if plain is None:
             return Choice(0, sources[0], None, "measuring a plain decode step")
-        # 2. Draw each source's acceptance chain from its posterior: the best draft for these draws.
+        # 2. Draw each source's alpha_1 from its posterior: the best draft for these draws.
         reach = self.trust_region(sources)
         plain_round = plain + (self.costs.overhead.mean or 0.0)  # plain decoding: 1 token per plain_round
-        draws = {s: self.costs.draw_alphas(s, self.deepest(s), self.rng) for s in sources}
+        draws = {s: self.costs.draw_alpha_1(s, self.rng) for s in sources}
         source, k, drawn_gain = self.best(sources, reach, plain_round, draws)
         # 3. Plain decoding where no draw beats it; the reasons quote the evidence at face value.
         _, _, gain = self.best([source], reach, plain_round)
@@ -640,13 +606,13 @@ class CostPolicy:
                         self.costs.overhead.mean or 0.0, horizon)
 
     def best(self, sources: Sequence[str], reach: int, plain_round: float,
-             draws: dict[str, list[float]] | None = None) -> tuple[str, int, float]:
+             alpha_1: dict[str, float] | None = None) -> tuple[str, int, float]:
         """The (source, k in 1..k_max) with the most expected tokens per second among those whose
         target pass is at most reach wide and whose depth is within the source's reach, and its
-        gain over plain decoding; draws (per source: a drawn acceptance chain) replace the evidence's."""
-        draws = draws or {}
+        gain over plain decoding; alpha_1 (per source) replaces the evidence's first position."""
+        alpha_1 = alpha_1 or {}
         # A tree of n nodes is at most n deep: deeper k would price tokens it cannot yield.
-        rates = {(s, k): rate for s in sources for k, rate in enumerate(self.rates(s, draws.get(s), self.deepest(s)))
+        rates = {(s, k): rate for s in sources for k, rate in enumerate(self.rates(s, alpha_1.get(s), self.deepest(s)))
                  if 0 < k and verify_width(s, k) <= reach}
         source, k = max(rates, key=lambda sk: (rates[sk], -sk[1]))
         return source, k, rates[source, k] * plain_round
@@ -656,12 +622,12 @@ class CostPolicy:
         of n nodes is at most n deep)."""
         return min(self.k_max, self.depth_reach(source), tree_budget(source) or self.k_max)
 
-    def rates(self, source: str, alphas: Sequence[float] | None = None, k_max: int | None = None) -> list[float]:
+    def rates(self, source: str, alpha_1: float | None = None, k_max: int | None = None) -> list[float]:
         """Expected tokens per second of drafting k = 0..k_max (the policy's, unless given) from
         source: E(k) / T(k), with T(k) = k c + v(k + 1) + the per-round overhead every round pays,
         plain ones included."""
         draft, overhead = self.costs.source(source).draft.mean, self.costs.overhead.mean or 0.0
-        expected = self.costs.expected_tokens_upto(source, self.k_max if k_max is None else k_max, alphas)
+        expected = self.costs.expected_tokens_upto(source, self.k_max if k_max is None else k_max, alpha_1)
         passes = self.costs.pass_seconds_many([self.width(source, k) for k in range(len(expected))])
         return [e / (k * draft + v + overhead) for k, (e, v) in enumerate(zip(expected, passes))]
 

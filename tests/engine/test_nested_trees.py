@@ -211,21 +211,6 @@ def test_a_free_draft_teaches_its_first_position_once_and_plain_rounds_age_the_r
     assert lookup.draft.mean is None and lookup.width.mean is None  # cost and width: its own rounds only
 
 
-def test_a_drafting_round_ages_what_sat_it_out_as_a_plain_round_does():
-    """Prompt lookup drafts and keeps both tokens. It learns positions 1 and 2 (no aging on top); the
-    draft model, which sat the round out, ages whole, as in a plain round; lookup-tree, judged on its
-    first token only, learns it and ages below it."""
-    model = CostModel(decay=0.5, prior_weight=0.0)
-    for name in ("prompt-lookup", "lookup-tree:16", "draft-model"):
-        model.source(name).observe(2, 2, None)  # positions 1 and 2 kept once: weight 1 each
-    drafted = RoundEvent(1, 2, (4, 5), 2, (4, 5, 6), ("accepted", "accepted", "bonus"), 0.0, 0.1, (), False)
-    model.observe(drafted, "prompt-lookup", free={"lookup-tree:16": chain_draft([4, 9])})
-    weights = {name: [k.weight for k in model.source(name).kept]
-               for name in ("prompt-lookup", "lookup-tree:16", "draft-model")}
-    assert weights == {"prompt-lookup": [1.5, 1.5], "lookup-tree:16": [1.5, 0.5], "draft-model": [0.5, 0.5]}
-    assert [k.mean for k in model.source("draft-model").kept] == [1.0, 1.0]  # aged, not judged
-
-
 def test_a_free_tree_stands_for_its_smaller_budgets_and_no_source_learns_twice_a_round():
     from specdec.engine.drafters.base import Draft
 

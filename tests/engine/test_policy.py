@@ -106,69 +106,13 @@ def test_thompson_draws_spread_with_thin_evidence_and_gather_with_thick():
 
     def draws(model, seed=0):
         rng = random.Random(seed)
-        return [model.draw_alphas(MODEL, 1, rng)[0] for _ in range(2000)]
+        return [model.draw_alpha_1(MODEL, rng) for _ in range(2000)]
 
     for model, spread in [(thin, (0.18, 0.28)), (thick, (0.02, 0.05))]:
         drawn = draws(model)
         assert statistics.mean(drawn) == pytest.approx(0.5, abs=0.02)
         assert spread[0] < statistics.stdev(drawn) < spread[1]  # Beta(2, 2): 0.22; Beta(101, 101): 0.035
     assert draws(thin, 7) == draws(thin, 7) != draws(thin, 8)
-
-
-def _with_evidence(model: CostModel, source: str, positions: list[tuple[float, float]], draft_s: float) -> None:
-    """Set a source's evidence directly: (mean, observations) per position, and its draft cost."""
-    from specdec.engine.policy import Decayed
-    costs = model.source(source)
-    costs.draft.add(draft_s)
-    costs.kept = []
-    for mean, weight in positions:
-        kept = Decayed(model.decay)
-        kept.add(mean, weight)
-        costs.kept.append(kept)
-
-
-def test_chain_draws_follow_each_positions_evidence():
-    """The whole acceptance chain is drawn: thick evidence at every position draws close to the
-    chain E(k) reads (position_alphas), thin evidence deep down draws widely there, and the same
-    seed draws the same chain."""
-    thick, stale = CostModel(decay=1.0), CostModel(decay=1.0)
-    _with_evidence(thick, MODEL, [(0.9, 400.0)] * 4, 0.02)
-    _with_evidence(stale, MODEL, [(0.9, 400.0)] + [(0.5, 4.0)] * 3, 0.02)
-
-    def draws(model, seed=0):
-        rng = random.Random(seed)
-        return [model.draw_alphas(MODEL, 6, rng) for _ in range(2000)]
-
-    for position in range(4):
-        at = [chain[position] for chain in draws(thick)]
-        assert statistics.mean(at) == pytest.approx(thick.position_alphas(MODEL, 4)[position], abs=0.01)
-        assert statistics.stdev(at) < 0.03
-    deep = [chain[3] for chain in draws(stale)]
-    assert statistics.stdev(deep) > 0.12  # a few observations of another text: still an open question
-    assert all(chain[4] == chain[5] == chain[3] for chain in draws(stale)[:50])  # untested: the one above's
-    assert draws(stale, 7) == draws(stale, 7) != draws(stale, 8)
-
-
-def test_a_draft_whose_deep_positions_are_stale_gets_tried_against_a_steady_free_rival():
-    """A free source, well measured at 0.55 a position, against a draft model whose first position is
-    well measured but whose deep positions hold a few observations of another text (a new request's
-    carried prior, untested since: the free source won every round). At their means the free source
-    wins; drawn whole, the draft model's chain is sometimes good enough to try, so this text gets to
-    test it (with alpha_1 alone drawn, no draw of it beats the free source: the Qwen pair drafted
-    token recycling 36 rounds in a row on a maths answer where the draft model paid more). Once the
-    same deep positions are thick, the draft model is rarely tried."""
-    def chosen(deep_weight: float) -> float:
-        model = CostModel(decay=1.0)
-        model.seed_verify(VerifyCosts((1, 2, 3, 5, 9, 17), (0.15, 0.155, 0.158, 0.16, 0.17, 0.25), context=64))
-        _with_evidence(model, LOOKUP, [(0.55, 50.0)] * 4, 0.0001)
-        _with_evidence(model, MODEL, [(0.75, 8.0)] + [(0.5, deep_weight)] * 3, 0.0215)
-        policy = CostPolicy(k_max=8, costs=model, seed=3)
-        assert policy.best([LOOKUP, MODEL], 17, 0.15)[0] == LOOKUP  # at the means
-        picks = [policy.choose([LOOKUP, MODEL]) for _ in range(600)]
-        return sum(c.source == MODEL and c.k > 0 for c in picks) / len(picks)
-
-    assert chosen(8.0) > 0.05
-    assert chosen(400.0) < 0.02
 
 
 def test_unmeasured_widths_are_read_off_the_measured_ones():
