@@ -12,31 +12,14 @@ Run it on two code trees, one process each, and compare the two ratios:
 
 Results and reading: docs/spec-bench/notes.md.
 """
-import time
 from dataclasses import replace
 
+from ab_session import qwen_pair, session_turns, timed
 import specdec
-from specdec.bench import spec_bench
-from specdec.engine.config import Sampling, Speculation
-from specdec.engine.pair import Pair, Request
-from specdec.models.loading import load_model
 
 print("code:", specdec.__file__, flush=True)
-target = load_model("qwen-coder-1.5b", None, None, False, log=lambda m: None)
-draft = load_model("qwen-coder-0.5b", target.device, target.dtype, False, log=lambda m: None, quantize="int8")
-pair = Pair(target, draft)  # no remember_costs: both code trees start from nothing
-base = Request("", 128, Sampling(), Speculation(k=4))
-first_of_each = {}
-for question in spec_bench.read_questions(spec_bench.SAMPLE):
-    first_of_each.setdefault(question.category, question)
-turns = []
-for question in first_of_each.values():
-    for i, text in enumerate(question.turns):
-        history = ()
-        if i:  # the second turn follows our standard lane's (greedy, deterministic) answer to the first
-            answer = [e.token for e in pair.standard(replace(base, prompt=question.turns[0]))]
-            history = ((question.turns[0], pair.tokenizer.decode(answer, skip_special_tokens=True)),)
-        turns.append((f"{question.id}-t{i}", replace(base, prompt=text, history=history)))
+pair = qwen_pair()  # no remember_costs: both code trees start from nothing
+turns = session_turns(pair)
 print([name for name, _ in turns], flush=True)
 pair.warm_up(pair.auto(turns[0][1]))
 for p in range(2):
@@ -45,13 +28,10 @@ for p in range(2):
         lanes = [("dm", replace(request, drafter="draft-model")), ("auto", pair.auto(request))]
         row = []
         for lane, r in lanes if p == 0 else lanes[::-1]:  # each pass in the other order
-            start = time.perf_counter()
-            rounds = list(pair.speculative(r))
-            seconds = time.perf_counter() - start
-            tokens = sum(len(x.tokens) for x in rounds)
+            tokens, seconds, rounds = timed(pair, r)
             total[lane][0] += tokens
             total[lane][1] += seconds
-            row.append(f"{lane} {tokens / seconds:5.1f} ({tokens / len(rounds):.1f}/pass)")
+            row.append(f"{lane} {tokens / seconds:5.1f} ({tokens / rounds:.1f}/pass)")
         print(f"pass{p} {name:16s}", " | ".join(row), flush=True)
     dm, auto = (total[lane][0] / total[lane][1] for lane in ("dm", "auto"))
     print(f"PASS {p}: dm {dm:.2f} tok/s, auto {auto:.2f} tok/s, auto/dm {auto / dm:.3f}", flush=True)

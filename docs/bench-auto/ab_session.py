@@ -1,0 +1,95 @@
+"""What the interleaved A/B scripts beside it share: the pair, the session of turns they answer, and
+lanes that each keep their own learned costs and token recycling table from turn to turn.
+
+The session: the first question of each category of the Spec-Bench-format sample (13 questions, 21
+turns; not the seeded sample the bench draws), each second turn asked after our standard lane's
+(greedy, deterministic) answer to the first, as the bench asks it. Lanes run one at a time,
+interleaved turn by turn, in two passes: the first from the warm-up's state (a cold start: no saved
+costs, empty tables), the second from what the first taught, in the other order. Ratios between
+lanes of one pass cancel the machine's drift; across processes the machine drifts by up to 20%.
+"""
+import time
+from dataclasses import replace
+from typing import Callable
+
+from specdec.bench import spec_bench
+from specdec.engine.config import Sampling, Speculation
+from specdec.engine.pair import Pair, Request
+from specdec.models.loading import load_model
+
+BASE = Request("", 128, Sampling(), Speculation(k=4))
+
+
+def qwen_pair() -> Pair:
+    """Qwen2.5-Coder-1.5B with its int8 0.5B draft (auto's CPU setup), no saved costs."""
+    target = load_model("qwen-coder-1.5b", None, None, False, log=lambda m: None)
+    draft = load_model("qwen-coder-0.5b", target.device, target.dtype, False, log=lambda m: None, quantize="int8")
+    return Pair(target, draft)
+
+
+def smollm2_pair() -> Pair:
+    return Pair(load_model("embedded", None, None, False, log=lambda m: None))
+
+
+def session_turns(pair: Pair) -> list[tuple[str, Request]]:
+    """(name, request) for the session's 21 turns, in order."""
+    first_of_each = {}
+    for question in spec_bench.read_questions(spec_bench.SAMPLE):
+        first_of_each.setdefault(question.category, question)
+    turns = []
+    for question in first_of_each.values():
+        for i, text in enumerate(question.turns):
+            history = ()
+            if i:
+                answer = [e.token for e in pair.standard(replace(BASE, prompt=question.turns[0]))]
+                history = ((question.turns[0], pair.tokenizer.decode(answer, skip_special_tokens=True)),)
+            turns.append((f"{question.id}-t{i}", replace(BASE, prompt=text, history=history)))
+    return turns
+
+
+def timed(pair: Pair, request: Request) -> tuple[int, float, int]:
+    """New tokens, seconds and rounds of one speculative run."""
+    start = time.perf_counter()
+    rounds = list(pair.speculative(request))
+    seconds = time.perf_counter() - start
+    return sum(len(r.tokens) for r in rounds), seconds, len(rounds)
+
+
+def run_lanes(pair: Pair, lanes: dict[str, Callable[[Request], Request]],
+              before: Callable[[str], None] = lambda lane: None) -> list[dict[str, float]]:
+    """Each lane (name -> the request it runs for a turn) over the session, two passes, each lane
+    with its own learned costs and recycling table; `before(lane)` switches a variant in. Prints a
+    row a turn and each pass's tok/s per lane; returns those."""
+    turns = session_turns(pair)
+    pair.warm_up(pair.auto(turns[0][1]))
+    states = dict.fromkeys(lanes, pair.learned())
+    # A lane after another on the same turn would otherwise draft from a table holding this answer.
+    tables = {lane: pair.new_recycling_table() for lane in lanes}
+    passes = []
+    for p in range(2):
+        total = {lane: [0, 0.0] for lane in lanes}
+        for name, request in turns:
+            row = []
+            for lane in list(lanes) if p == 0 else list(lanes)[::-1]:
+                before(lane)
+                pair.restore_learned(states[lane])
+                with pair.recycling_from(tables[lane]):
+                    tokens, seconds, rounds = timed(pair, lanes[lane](request))
+                states[lane] = pair.learned()
+                total[lane][0] += tokens
+                total[lane][1] += seconds
+                row.append(f"{lane} {tokens / seconds:5.1f} ({tokens / rounds:.1f}/pass)")
+            print(f"pass{p} {name:16s}", " | ".join(row), flush=True)
+        passes.append({lane: t / s for lane, (t, s) in total.items()})
+        print(f"PASS {p}: " + ", ".join(f"{lane} {rate:.2f} tok/s" for lane, rate in passes[-1].items()), flush=True)
+    return passes
+
+
+def print_ratios(passes: list[dict[str, float]], pairs: list[tuple[str, str]]) -> None:
+    """Lane a's tok/s over lane b's, per pass (cold, warm)."""
+    for a, b in pairs:
+        print(f"{a}/{b}: " + " / ".join(f"{rates[a] / rates[b]:.3f}" for rates in passes) + " (cold / warm)")
+
+
+def with_drafter(drafter: str, policy: str) -> Callable[[Request], Request]:
+    return lambda request: replace(request, drafter=drafter, spec=replace(request.spec, policy=policy))
