@@ -459,10 +459,10 @@ class CostModel:
 
 
 def _smaller_nested(name: str, bigger: str, draft: "Draft | None") -> bool:
-    """Whether source `name` is a smaller budget of the same tree drafter as `bigger`, whose nested
-    tree stands for it (draft: the bigger's draft, when it says whether it is nested)."""
+    """Whether source `name` is a smaller budget of the same tree drafter in the same case as
+    `bigger`, whose nested tree stands for it (draft: the bigger's draft, when it says whether it is nested)."""
     small, big = Source(name), Source(bigger)
-    return (small.drafter == big.drafter and small.budget is not None and small.budget < (big.budget or 0)
+    return (small.family == big.family and small.budget is not None and small.budget < (big.budget or 0)
             and (draft is None or draft.nested))
 
 

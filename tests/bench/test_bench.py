@@ -92,6 +92,8 @@ def test_every_drafter_schedule_and_prompt_is_measured(first_run):
 def test_an_auto_cell_runs_pair_auto_against_transformers_defaults(folders, tmp_path):
     """The bench's auto is Pair.auto's setup, as the CLI's --auto and the app's Auto run it: every
     source the pair has (the mixed drafter), timed against transformers' assisted defaults."""
+    from specdec.engine.sources import Source
+
     results = run_bench(folders, tmp_path, "--drafters", "auto", "--policies", "cost", "--repeats", "1")
     (cell, *rest) = results["cells"]
     assert {c["drafter"] for c in results["cells"]} == {"auto"} and len(rest) == len(PROMPTS) - 1
@@ -99,7 +101,7 @@ def test_an_auto_cell_runs_pair_auto_against_transformers_defaults(folders, tmp_
     assert {"hf-assisted-defaults", "hf-assisted"} <= set(lanes)
     assert lanes["speculative"]["matches_standard"] is True and cell["repeats"][0]["stats"]["identical"] is True
     # mixed's, by name: a model source among them (which one is the policy's choice on these tiny models)
-    sources = {source.split(":")[0] for source in cell["repeats"][0]["stats"]["sources"]}
+    sources = {Source(source).drafter for source in cell["repeats"][0]["stats"]["sources"]}
     assert sources & {"draft-model", "draft-tree"} and sources <= {"prompt-lookup", "lookup-tree", "recycling", "draft-model",
                                                     "draft-tree"}
 

@@ -157,13 +157,14 @@ def tree_round(i: int, tree: TreeRound, source: str) -> RoundEvent:
 
 def test_a_nested_round_teaches_each_smaller_budget_of_its_drafter_and_nothing_else():
     """recycling:16's round: recycling:8, :4, :2 (known to the model) learn the verdicts of its first
-    nodes; a bigger budget, another drafter's tree and the draft model learn nothing; a tree that is
+    nodes; a bigger budget, the same drafter's table-only case, another drafter's tree and the draft
+    model learn nothing; a tree that is
     not nested teaches no other source."""
     # A chain 0 -> 1 -> 2 -> 3 (nodes 0-3), siblings 4-7, and the path 0, 1, 8, 9 (a leaf) past them.
     tree = TreeRound(tuple(range(20, 30)), (ROOT, 0, 1, 2, ROOT, 0, 1, 6, 1, 8), (0, 1, 8, 9), nested=True)
     model = CostModel(decay=1.0, prior_weight=0.0)
     names = ("recycling:16", "recycling:32", "recycling:8", "recycling:4", "recycling:2", "lookup-tree:8",
-             "draft-model")
+             "draft-model", "recycling/table:8")
     for name in names:
         model.source(name)
     model.observe(tree_round(1, tree, "recycling:16"), "recycling:16")
@@ -173,6 +174,7 @@ def test_a_nested_round_teaches_each_smaller_budget_of_its_drafter_and_nothing_e
     assert learned["recycling:4"] == [1.0, 1.0, 0.0]  # the chain 0-3: rejected at node 2
     assert learned["recycling:2"] == [1.0, 1.0]  # nodes 0, 1: a chain accepted to its leaf
     assert learned["recycling:32"] == learned["lookup-tree:8"] == learned["draft-model"] == []
+    assert learned["recycling/table:8"] == []  # the same drafter in another case (sources.py): kept apart
     assert [model.source(f"recycling:{b}").width.mean for b in (2, 4, 8)] == [3, 5, 9]
     assert model.source("recycling:8").draft.mean is None  # its draft cost only from its own rounds
     plain = CostModel(decay=1.0, prior_weight=0.0)

@@ -149,9 +149,14 @@ def test_each_pass_scores_the_context_candidates_it_read():
 
 def test_recycling_offers_its_smaller_trees_and_drafts_the_one_asked_for():
     drafter = RecyclingDrafter(ring_table([0.4, 0.4, 0.01]), TreeShape(budget=16, branching=2))
-    assert drafter.sources([5, 0]) == ("recycling:16", "recycling:8", "recycling:4", "recycling:2")
-    draft = drafter.propose([5, 0], 3, Sampling(), None, "recycling:4")
+    # The last token occurred before: the table and the context draft, in the sources' plain case.
+    assert drafter.sources([0, 5, 0]) == ("recycling:16", "recycling:8", "recycling:4", "recycling:2")
+    # It did not: the table alone, a case of its own, so the policy learns its acceptance apart.
+    assert drafter.sources([5, 0]) == ("recycling/table:16", "recycling/table:8", "recycling/table:4",
+                                       "recycling/table:2")
+    draft = drafter.propose([5, 0], 3, Sampling(), None, "recycling/table:4")
     assert draft.tree is not None and len(draft.tokens) == 4  # a smaller budget from the policy
+    assert set(draft.origins) == {"table"}
     with pytest.raises(ValueError, match="branching must be at most 3"):
         RecyclingDrafter(drafter.table, TreeShape(8, 4))
 

@@ -285,10 +285,15 @@ def test_a_source_is_a_typed_name_that_owns_its_verify_width():
     assert (tree.drafter, tree.budget, tree.verify_width(3), tree.verify_width(0)) == ("draft-tree", 8, 9, 1)
     assert (chain.drafter, chain.budget, chain.verify_width(3)) == ("draft-model", None, 4)
     assert Source("draft-tree:8").budget == 8  # read back from its JSON form
+    case = Source("recycling", 8, "table")  # a case keeps its evidence apart (sources.py)
+    assert case == "recycling/table:8" and Source("recycling/table:8") == case
+    assert (case.family, case.drafter, case.case, case.budget, case.verify_width(2)) == \
+        ("recycling/table", "recycling", "table", 8, 9)
+    assert (tree.family, tree.case, chain.family, chain.case) == ("draft-tree", None, "draft-model", None)
     with pytest.raises(ValueError, match="at least one node"):
         Source("draft-tree", 0)
     assert PromptLookupDrafter().sources([1, 2]) == (Source("prompt-lookup"),)
-    assert RecyclingDrafter(AdjacencyTable(96), TreeShape(16, 4)).sources([1])[0] == "recycling:16"
+    assert RecyclingDrafter(AdjacencyTable(96), TreeShape(16, 4)).sources([1, 1])[0] == "recycling:16"
 
 
 def test_models_that_cannot_hold_a_tree_are_refused():

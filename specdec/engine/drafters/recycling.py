@@ -36,6 +36,16 @@ Lookahead decoding and REST merge their n-gram pools with the context the same w
 table alone ran SmolLM2's Spec-Bench translation at 0.90x our standard decoding where prompt lookup
 ran 1.49x; with it, 1.26x (docs/spec-bench/notes.md).
 
+Two cases. Where the last token never occurred before, the context offers nothing and the tree is
+the table's alone; its acceptance there is the table's, not the blend of table and copied text the
+policy sees elsewhere. So the sources name the case (sources.py): "recycling:8" where the context
+has a candidate, "recycling/table:8" where it has none, and the cost policy learns each apart (as
+it learns prompt lookup only where it has a match). Where this text's table rows miss, the policy
+then decodes plainly in the rounds without a match, as prompt lookup does, instead of paying every
+round for a tree that the rounds with a match made look good: on SmolLM2's Spec-Bench translation
+the blended evidence drafted a table tree every round, each pass 2 ms wider than a plain step, for
+no more tokens a pass than prompt lookup, 7% behind it (docs/spec-bench/notes.md).
+
 The tree's shape. Before a pass overwrites a row, the row is scored against what the target now
 says follows its token (the pass's argmax there): h_r = P(the row's rank-r candidate is the target's
 next token), counted per rank over every row the passes read, decayed, and shrunk towards a prior
@@ -75,6 +85,7 @@ from .options import DrafterOptions
 from .base import Draft, DrafterBase
 from .lookup import MAX_NGRAM, latest_match
 
+TABLE_ONLY = "table"  # the sources' case where the context has no candidate (module docstring)
 ROW_WIDTH = 8  # candidates kept per token: the most any TreeShape.branching asks of a row here
 PAIR_SLOTS = 262_139  # two-token rows kept (a prime below 2^18, so keys spread over the slots): 10 MB
 NO_TOKEN = -1  # no previous token (the prompt's first), and an empty slot's key
@@ -141,22 +152,28 @@ class AdjacencyTable:
     def width(self) -> int:
         return self.rows.shape[1]
 
-    def update(self, tokens: list[int], logits: torch.Tensor, previous: list[int] | None = None) -> None:
+    def update(self, tokens: list[int], logits: torch.Tensor, previous: list[int] | None = None) -> list[int]:
         """logits[i] is the target's next-token logits after reading tokens[i] (one pass's rows), and
-        previous[i] the token read just before tokens[i] (NO_TOKEN: none; None: fill no two-token rows)."""
+        previous[i] the token read just before tokens[i] (NO_TOKEN: none; None: fill no two-token rows).
+        Returns the target's top token after each (its argmax up to ties), read off the same top-k:
+        on a CPU the top-k over the vocabulary is most of a round's bookkeeping, so nothing else
+        scans the rows again."""
         if not tokens:
-            return
+            return []
         top = logits[: len(tokens)].topk(min(self.width, logits.shape[-1]), dim=-1).indices.to(self.rows.device, torch.int32)
         index = torch.tensor(tokens, dtype=torch.long, device=self.rows.device)
         # Score the rows before they are overwritten: was rank r the target's next token? Rows never
-        # filled hold -1 and are not counted. One transfer (a wait on a GPU): hits by rank, then rows.
+        # filled hold -1 and are not counted. One transfer (a wait on a GPU): hits by rank, the rows
+        # counted, then the target's next tokens.
         old, target_next = self.rows[index], top[:, :1]
         seen = (old[:, :1] >= 0).to(torch.int32)
-        *hits, rows = torch.cat([((old == target_next) * seen).sum(dim=0), seen.sum(dim=0)]).tolist()
+        counts = torch.cat([((old == target_next) * seen).sum(dim=0), seen.sum(dim=0), top[:, 0].long()]).tolist()
+        hits, rows, after = counts[: self.width], counts[self.width], counts[self.width + 1 :]
         self.hits.observe(hits, rows)
         self.rows[index, : top.shape[1]] = top
         if previous is not None:
             self._update_pairs(index, torch.tensor(previous, dtype=torch.long, device=self.rows.device), top)
+        return after
 
     def _update_pairs(self, tokens: torch.Tensor, previous: torch.Tensor, top: torch.Tensor) -> None:
         known = previous >= 0
@@ -199,11 +216,23 @@ class RecyclingDrafter(DrafterBase):
                              f"at most {table.width}, got {shape.branching}")
         self.table, self.shape = table, shape
         self._proposed: Grown | None = None  # the last tree proposed, scored by the pass that reads it
+        self._last_match: tuple[tuple[int, ...], tuple[int, int] | None] = ((), None)
 
     # reset: DrafterBase's, nothing: the table outlives requests on purpose
 
     def sources(self, ids: list[int]) -> tuple[Source, ...]:
-        return budget_sources(self.name, self.shape.budget)
+        """Its tree sizes, in the case the round is in: with the context's candidates where the last
+        token occurred before ("recycling:16", ...), the table alone where it did not
+        ("recycling/table:16", ...; TABLE_ONLY in the module docstring)."""
+        return budget_sources(self.name, self.shape.budget, None if self._match(ids) else TABLE_ONLY)
+
+    def _match(self, ids: list[int]) -> tuple[int, int] | None:
+        """latest_match(ids, MAX_NGRAM), cached for the last ids: a round asks it for its sources,
+        the free draft and the proposal."""
+        key = tuple(ids)
+        if self._last_match[0] != key:
+            self._last_match = (key, latest_match(ids, MAX_NGRAM))
+        return self._last_match[1]
 
     def has_row(self, token: int) -> bool:
         """Whether the table can grow a tree from token: the target has read it in this lane before."""
@@ -214,9 +243,9 @@ class RecyclingDrafter(DrafterBase):
         the token `previous` gives, and returned one row of logits per token read: recycle them all,
         and score the context's candidates if the pass read this drafter's tree."""
         proposed, self._proposed = self._proposed, None
+        target_next = self.table.update(fed, logits, previous)
         if proposed is not None and proposed.match and fed[1:] == proposed.tokens:
-            self._score_context(proposed, logits[: len(fed)].argmax(-1).tolist())
-        self.table.update(fed, logits, previous)
+            self._score_context(proposed, target_next)
 
     def _score_context(self, proposed: "Grown", target_next: list[int]) -> None:
         """A context node was right when the target, having read its parent (after the parent's own
@@ -238,7 +267,7 @@ class RecyclingDrafter(DrafterBase):
     def _grown(self, ids: list[int], k: int, source: str | None) -> "Grown":
         budget = min((Source(source).budget if source else None) or self.shape.budget, self.shape.budget)
         return self.grow(ids[-1], k, budget, previous=ids[-2] if len(ids) > 1 else NO_TOKEN,
-                         context=context_continuation(ids, k))
+                         context=continuation_at(ids, self._match(ids), k))
 
     def grow(self, root: int, depth: int, budget: int, previous: int = NO_TOKEN,
              context: "Continuation | None" = None) -> "Grown":
@@ -301,7 +330,11 @@ class Continuation:
 def context_continuation(ids: list[int], k: int) -> Continuation | None:
     """The continuation of the longest (up to MAX_NGRAM) earlier match of the context's last tokens,
     up to k tokens; None when the last token never occurred before."""
-    found = latest_match(ids, MAX_NGRAM)
+    return continuation_at(ids, latest_match(ids, MAX_NGRAM), k)
+
+
+def continuation_at(ids: list[int], found: tuple[int, int] | None, k: int) -> Continuation | None:
+    """The continuation of a match latest_match found: (where it starts, n); None: none found."""
     if found is None:
         return None
     start, n = found
