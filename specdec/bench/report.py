@@ -66,7 +66,7 @@ def _goals(summaries: list[dict]) -> list[str]:
         rows.append([g["goal"], verdict(g["met"]), fmt(g["value"], 3), _detail(g["detail"])])
         if g["met"] is False:
             why += _explain(g, summaries)
-    lines = ["## Goals", "", *table(["goal (issues #4, #9)", "verdict", "median", "detail"], rows), ""]
+    lines = ["## Goals", "", *table(["goal (issues #4, #9, #22)", "verdict", "median", "detail"], rows), ""]
     if why:
         lines += ["Why the missed goals were missed, with the numbers that show it:", "", *why, ""]
     return lines
@@ -115,6 +115,13 @@ def _explain(goal: dict, summaries: list[dict]) -> list[str]:
                 "mean the peer stopped drafting early (transformers' confidence stop) or, with an int8 draft, that "
                 "its draft saw other chunk sizes (dynamic int8 quantization scales each call's activations, so "
                 "drafts depend on how tokens are batched)."]
+    if name.startswith("auto"):
+        by_category = goal["detail"]["by_category"]
+        behind = [c for c, v in by_category.items() if v < 1.0]
+        return [f"- {name}: {fmt(goal['value'], 3)}; by category (each the median of its prompts' medians over "
+                f"repeats): {', '.join(f'{c} {fmt(v, 3)}' for c, v in by_category.items())}"
+                + (f"; behind in {', '.join(behind)}" if behind and "every category" in name else "")
+                + ". The auto tables below give each prompt's tokens per pass, α̂ and the spread over repeats."]
     if "on code prompts" in name:
         return [f"- {name}: ours/peer median {fmt(goal['value'], 3)} on {goal['detail']['cells']} code cells. Both "
                 "sides run the same target and draft weights and verify up to k+1 tokens per target pass, so the "

@@ -259,18 +259,28 @@ def test_report_states_misses_with_numbers(tmp_path):
     assert "measured it costs 1.50 steps" in text and "## Analysis" in text
 
 
-def test_auto_goals_judge_the_worst_category_and_the_best_peer():
-    """auto: never below 0.97x standard in any category; on code, against the best assisted setting."""
-    cells = [cell_record("code", spec=(14.0, 14.0), peer=(10.0, 10.0), policy="cost"),  # 1.4x, 1.4x peer
-             cell_record("explain", spec=(9.5, 9.7), policy="cost"),  # 0.95x, 0.97x standard: median 0.96
+def test_auto_goals_judge_the_worst_category_and_transformers_defaults():
+    """Issue #22: auto never below 1.0x standard in any category; against transformers' assisted
+    defaults, >= 1.2x overall (the median of the categories) and >= 1.0x in every category."""
+    def with_defaults(record):
+        for repeat in record["repeats"]:
+            repeat["lanes"]["hf-assisted-defaults"] = repeat["lanes"].pop("hf-assisted")
+        return record
+
+    cells = [with_defaults(cell_record("code", spec=(15.0, 15.0), peer=(10.0, 10.0), policy="cost")),  # 1.5x, 1.5x
+             with_defaults(cell_record("explain", spec=(9.5, 9.7), peer=(10.0, 10.0), policy="cost")),  # 0.96x
              cell_record("code", spec=(20.0, 20.0), peer=(10.0, 10.0))]  # not auto: ignored
     summaries = [summarize_cell(c) for c in cells]
     found = {g["goal"]: g for g in goals(summaries)}
-    floor = found["auto >= 0.97x standard on every category (s)"]
+    floor = found["auto >= 1.0x standard on every category (s)"]
     assert floor["met"] is False and floor["value"] == pytest.approx(0.96)
-    assert floor["detail"]["by_category"] == {"code": 1.4, "explain": 0.96}
-    code = found["auto >= 1.3x the best transformers assisted setting on code (s)"]
-    assert code["met"] is True and code["value"] == pytest.approx(1.4)
+    assert floor["detail"]["by_category"] == {"code": 1.5, "explain": 0.96}
+    overall = found["auto >= 1.2x hf-assisted-defaults overall (s)"]
+    assert overall["met"] is True and overall["value"] == pytest.approx((1.5 + 0.96) / 2)
+    every = found["auto >= 1.0x hf-assisted-defaults on every category (s)"]
+    assert every["met"] is False and every["value"] == pytest.approx(0.96)
+    plain = [summarize_cell(cell_record("code", policy="cost"))]  # no defaults peer: no peer goals
+    assert [g["goal"] for g in goals(plain) if "defaults" in g["goal"]] == []
 
 
 def test_the_machine_names_its_vector_extension(monkeypatch):
