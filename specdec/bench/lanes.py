@@ -46,7 +46,9 @@ class Peer:
     name: str
     label: str
     kwargs: Callable[[Models, int], dict]  # (models, k) -> extra generate() arguments
-    needs_draft: bool = False  # assisted generation: a setup without a draft model runs no such peer
+    # True: assisted generation, run only where the setup has a draft model; False: run only where it
+    # has none (what a transformers user without a draft model would run instead); None: either.
+    with_draft: bool | None = None
 
 
 def _assisted(schedule: str, confidence: float | None = None) -> Callable[[Models, int], dict]:
@@ -110,11 +112,13 @@ PEERS: dict[tuple[str, str], tuple[Peer, ...]] = {
     ),
     ("draft-model", "heuristic"): (Peer("hf-assisted", "transformers assisted, heuristic k", _assisted("heuristic")),),
     ("prompt-lookup", "fixed"): (Peer("hf-prompt-lookup", "transformers prompt lookup", _prompt_lookup),),
-    # auto (Pair.auto) against what transformers users actually run, and its best schedule.
+    # auto (Pair.auto) against what transformers users actually run, and its best schedule; with no
+    # draft model, transformers' prompt lookup.
     (AUTO, "cost"): (
         Peer("hf-assisted-defaults", "transformers assisted with its defaults (20 tokens, constant, confidence "
-             "stop 0.4)", _assisted_defaults, needs_draft=True),
-        Peer("hf-assisted", "transformers assisted, heuristic k", _assisted("heuristic"), needs_draft=True),
+             "stop 0.4)", _assisted_defaults, with_draft=True),
+        Peer("hf-assisted", "transformers assisted, heuristic k", _assisted("heuristic"), with_draft=True),
+        Peer("hf-prompt-lookup", "transformers prompt lookup", _prompt_lookup, with_draft=False),
     ),
     ("prompt-lookup", "cost"): (Peer("hf-prompt-lookup", "transformers prompt lookup", _prompt_lookup),),
     ("cross-tokenizer", "fixed"): (
@@ -123,8 +127,9 @@ PEERS: dict[tuple[str, str], tuple[Peer, ...]] = {
 }
 
 
-def peers_for(drafter: str, policy: str) -> tuple[Peer, ...]:
-    return PEERS.get((drafter, policy), ())
+def peers_for(drafter: str, policy: str, has_draft: bool = True) -> tuple[Peer, ...]:
+    """The peers a cell of (drafter, policy) runs on a setup with or without a draft model."""
+    return tuple(p for p in PEERS.get((drafter, policy), ()) if p.with_draft in (None, has_draft))
 
 
 def make_request(prompt: str, max_new_tokens: int, temperature: float, seed: int, drafter: str = "prompt-lookup",
@@ -209,7 +214,7 @@ def jobs_for(cells, has_draft: bool = True) -> list[Job]:
     jobs = [Job(None, GENERATE), Job(None, STANDARD)]
     for cell in cells:
         jobs.append(Job(cell, SPECULATIVE))
-        jobs += [Job(cell, p.name, p) for p in peers_for(cell.drafter, cell.policy) if has_draft or not p.needs_draft]
+        jobs += [Job(cell, p.name, p) for p in peers_for(cell.drafter, cell.policy, has_draft)]
     return jobs
 
 
@@ -256,7 +261,7 @@ def run_repeat(models: Models, group, cells, repeat: int, tick: Callable[[], Non
                                      sum(r.seconds for r in rounds), others[(cell.key, SPECULATIVE)])
             | forwards[(cell.key, SPECULATIVE)],
         }
-        for peer in peers_for(cell.drafter, cell.policy):
+        for peer in peers_for(cell.drafter, cell.policy, models.draft is not None):
             peer_ids, peer_seconds = raw[(cell.key, peer.name)]
             lanes[peer.name] = {**lane_record(peer_ids, peer_seconds, reference, others=others[(cell.key, peer.name)]),
                                 **forwards[(cell.key, peer.name)], "label": peer.label}

@@ -106,6 +106,25 @@ def test_an_auto_cell_runs_pair_auto_against_transformers_defaults(folders, tmp_
                                                     "draft-tree"}
 
 
+def test_an_auto_cell_without_a_draft_model_runs_transformers_prompt_lookup_beside_it(folders, tmp_path):
+    """Issue #22's SmolLM2 setup: no draft model, so no assisted generation; transformers' answer
+    without one, prompt lookup, is the peer instead (a setup with a draft model does not run it)."""
+    threads = torch.get_num_threads()
+    try:
+        bench.main(["--threads", "1", "--retries", "0", "--auto", "--target", str(folders / "target"), "--name",
+                    "alone", "--suite", str(folders / "suite.jsonl"), "--out", str(tmp_path), "--no-png",
+                    "--max-new-tokens", "10", "--repeats", "1", "--prompts", PROMPTS[0]["id"]])
+    finally:
+        torch.set_num_threads(threads)
+    (cell,) = json.loads((tmp_path / "results.json").read_text())["cells"]
+    lanes = cell["repeats"][0]["lanes"]
+    assert cell["drafter"] == "auto" and "hf-prompt-lookup" in lanes and not {"hf-assisted", "hf-assisted-defaults"} & set(lanes)
+    assert lanes["speculative"]["matches_standard"] is True and lanes["hf-prompt-lookup"]["matches_standard"] is True
+    from specdec.bench.lanes import peers_for
+
+    assert "hf-prompt-lookup" not in {p.name for p in peers_for("auto", "cost", has_draft=True)}
+
+
 def test_outputs_exist_and_agree(first_run):
     out, results = first_run
     text = (out / "report.md").read_text()
