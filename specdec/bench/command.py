@@ -192,9 +192,15 @@ def run(plans: list[Plan], suite, results: dict, results_path: Path, args, log) 
         record_setup(results, setup, models, plans)
         for group in groups:
             bar.set_description(f"{setup.name} {group.prompt.id} T={group.temperature:g}")
+            # What earlier prompts taught the pair (the cost policy's evidence, token recycling's
+            # table) carries into this one, as over a session of requests; what this prompt's own
+            # warm-up and lanes teach reaches none of its other lanes: each speculative lane resumes
+            # the session as it was before (run_repeat), so none drafts from a table that already
+            # read this very answer.
+            session = models.pair.session()
             warm_up(models, group, group.cells)
             bar.update(len(jobs_for(group.cells)))
-            records = [_repeat(models, group, r, args, bar) for r in range(group.repeats)]
+            records = [_repeat(models, group, r, args, bar, session) for r in range(group.repeats)]
             for cell in group.cells:
                 done[cell.key] = {**dataclasses.asdict(cell), "key": cell.key,
                                   "repeats": [rec[cell.key] for rec in records]}
@@ -206,13 +212,14 @@ def run(plans: list[Plan], suite, results: dict, results_path: Path, args, log) 
     bar.close()
 
 
-def _repeat(models: Models, group, repeat: int, args, bar) -> dict:
-    """One repeat, redone (up to --retries times) while other processes take more than --quiet-cores;
-    if none is quiet, the quietest attempt is kept (its lanes record how busy the machine was)."""
+def _repeat(models: Models, group, repeat: int, args, bar, session) -> dict:
+    """One repeat, its speculative lanes each from `session` (run_repeat), redone (up to --retries
+    times) while other processes take more than --quiet-cores; if none is quiet, the quietest attempt
+    is kept (its lanes record how busy the machine was)."""
     attempts = []
     for attempt in range(args.retries + 1):
         wait_for_quiet(args.wait, args.quiet_cores)
-        records = run_repeat(models, group, group.cells, repeat, tick=lambda: bar.update(1))
+        records = run_repeat(models, group, group.cells, repeat, tick=lambda: bar.update(1), session=session)
         attempts.append((busiest(records), attempt, records))
         if attempts[-1][0] <= args.quiet_cores:
             break

@@ -21,7 +21,7 @@ from ..engine.config import Sampling, Speculation
 from ..engine.drafters.lookup import MAX_NGRAM
 from ..engine.drafters.layers import decoder_layers, first_layers
 from ..engine.loaded import Loaded
-from ..engine.pair import Pair, Request
+from ..engine.pair import Pair, Request, Session
 from ..engine.timing import Clock
 from .grid import AUTO
 from .meters import Forwards, OtherLoad
@@ -224,8 +224,11 @@ def rotated(jobs: list[Job], repeat: int) -> list[Job]:
     return jobs[shift:] + jobs[:shift]
 
 
-def run_repeat(models: Models, group, cells, repeat: int, tick: Callable[[], None] = lambda: None) -> dict:
-    """Time every lane of the group's cells once, one after the other; returns {cell key: record}."""
+def run_repeat(models: Models, group, cells, repeat: int, tick: Callable[[], None] = lambda: None,
+               session: Session | None = None) -> dict:
+    """Time every lane of the group's cells once, one after the other; returns {cell key: record}.
+    Each speculative lane starts from `session` (Pair.session) where one is given: what the pair
+    learned before this prompt, not what another lane (or repeat) learned of this very answer."""
     seed = repeat
     base = make_request(group.prompt.text, group.max_new_tokens, group.temperature, seed)
     ids = models.pair.prompt_ids(base)
@@ -235,6 +238,8 @@ def run_repeat(models: Models, group, cells, repeat: int, tick: Callable[[], Non
     forwards: dict[tuple, dict] = {}
     for job in rotated(jobs_for(cells, models.draft is not None), repeat):
         key = (job.cell.key if job.cell else None, job.lane)
+        if session is not None and job.lane == SPECULATIVE:
+            models.pair.resume(session)  # off the clock, before the lane's monitors start
         monitor, counter = OtherLoad(), Forwards(models.target.model, models.draft and models.draft.model)
         try:
             raw[key] = _run_job(models, group, job, ids, seed)

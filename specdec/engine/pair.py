@@ -39,6 +39,15 @@ class Request:
     history: tuple[tuple[str, str], ...] = ()
 
 
+@dataclass(frozen=True)
+class Session:
+    """What a pair has learned by some point (copies): the cost policy's evidence and token
+    recycling's table (Pair.session, Pair.resume)."""
+
+    costs: dict[str, CostModel]
+    table: AdjacencyTable
+
+
 class Pair:
     """A target, an optional draft model, and one KV cache per lane so the lanes never share state.
 
@@ -179,6 +188,17 @@ class Pair:
 
     def restore_learned(self, learned: dict[str, CostModel]) -> None:
         self.costs = copy.deepcopy(learned)
+
+    def session(self) -> Session:
+        """A copy of all this pair has learned from its speculative runs, to resume from: a
+        benchmark starts each repeat of a prompt from the same one, so no repeat drafts from a table
+        (or acceptance evidence) that an earlier repeat filled with this very answer."""
+        return Session(self.learned(), self.recycling_table().copy())
+
+    def resume(self, session: Session) -> None:
+        """Go on from `session` (from a copy: it can be resumed again)."""
+        self.restore_learned(session.costs)
+        self._recycling_table = session.table.copy()
 
     def cost_model(self, request: Request) -> CostModel:
         """The setup's cost model, sharing the target's pass times with every other setup's."""

@@ -125,6 +125,19 @@ def test_an_auto_cell_without_a_draft_model_runs_transformers_prompt_lookup_besi
     assert "hf-prompt-lookup" not in {p.name for p in peers_for("auto", "cost", has_draft=True)}
 
 
+def test_no_repeat_drafts_from_a_table_that_read_its_own_answer(folders, tmp_path):
+    """Token recycling's table (and the cost policy's evidence) carries from prompt to prompt, as over
+    a session, but each speculative lane starts a prompt from what the pair knew before it: the second
+    repeat drafts exactly as the first did, not from a table that already read this very answer."""
+    results = run_bench(folders, tmp_path, "--drafters", "recycling", "--policies", "fixed", "--k", "3",
+                        "--max-new-tokens", "24", "--per-category", "2")
+    for cell in results["cells"]:
+        first, second = (repeat["rounds"] for repeat in cell["repeats"])
+        assert first == second, cell["key"]
+    # ...while the table does carry between prompts: a later prompt's rounds accept something.
+    assert any(accepted for cell in results["cells"][1:] for _, accepted in cell["repeats"][0]["rounds"])
+
+
 def test_outputs_exist_and_agree(first_run):
     out, results = first_run
     text = (out / "report.md").read_text()
