@@ -156,7 +156,7 @@ def test_resume_skips_finished_cells_and_runs_only_new_ones(folders, first_run, 
     (out / "results.json").write_text((first_run[0] / "results.json").read_text())
     ran = []
     real = bench.run_repeat
-    monkeypatch.setattr(bench, "run_repeat", lambda models, group, cells, r, tick: (
+    monkeypatch.setattr(bench, "run_repeat", lambda models, group, cells, r, tick, session: (
         ran.append([c.key for c in cells]), real(models, group, cells, r, tick))[1])
     before = json.loads((out / "results.json").read_text())["cells"]
     after = run_bench(folders, out)
