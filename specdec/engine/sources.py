@@ -17,8 +17,9 @@ prompt lookup's only where it has a match (recycling.py says why). The names:
     "recycling:8"        a tree source of 8 nodes
     "recycling/table:8"  the same drafter's tree of 8 nodes, in its "table" case
 
-A Source is a str, so it compares and hashes equal to its name and is read back from its JSON form; it is built and read here only, so no other module spells or
-parses the ":n". Where it leaves the engine (a RoundEvent's `source`, the cost model's keys) it is
+A Source is a str, so it compares and hashes equal to its name and is read back from its JSON
+form; it is built and read here only, so no other module spells or parses the ":n" or the "/case".
+Where it leaves the engine (a RoundEvent's `source`, the cost model's keys) it is
 written as a plain str(): orjson, which Gradio uses, refuses str subclasses as dict keys.
 """
 from __future__ import annotations
