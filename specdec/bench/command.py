@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .figures import write_figures
 from ..engine.policy import POLICIES
+from ..engine.pair import Session
 from .grid import AUTO, Plan, upgrade_cell, Setup, expand, load_suite, needs_draft_model, runnable_drafters, setups_of
 from .lanes import Models, busiest, jobs_for, run_repeat, warm_up
 from .meters import OtherLoad, machine
@@ -212,7 +213,7 @@ def run(plans: list[Plan], suite, results: dict, results_path: Path, args, log) 
     bar.close()
 
 
-def _repeat(models: Models, group, repeat: int, args, bar, session) -> dict:
+def _repeat(models: Models, group, repeat: int, args, bar, session: Session) -> dict:
     """One repeat, its speculative lanes each from `session` (run_repeat), redone (up to --retries
     times) while other processes take more than --quiet-cores; if none is quiet, the quietest attempt
     is kept (its lanes record how busy the machine was)."""
