@@ -26,20 +26,22 @@ class PromptLookupDrafter(DrafterBase):
         self.reset()
 
     def reset(self) -> None:
-        self._last: tuple[tuple[int, ...], int | None] = ((), None)
+        self._last: tuple[tuple[int, ...], tuple[int, int] | None] = ((), None)
 
 
     def match(self, ids: list[int]) -> int | None:
-        """Where the continuation of the latest earlier match of the last n-gram starts, or None.
-        Cached for the last ids: the hybrid drafter asks twice per round."""
+        """Where the continuation of the latest earlier match of the last n-gram starts, or None."""
+        found = self.latest(ids)
+        return None if found is None else found[0]
+
+    def latest(self, ids: list[int]) -> tuple[int, int] | None:
+        """latest_match(ids) with this drafter's n-gram lengths: (where the continuation starts, n).
+        Cached for the last ids: the hybrid drafter asks twice per round, and token recycling (which
+        the mixed drafter hands this one) asks for its sources, its free draft and its proposal."""
         key = tuple(ids)
         if self._last[0] != key:
-            self._last = (key, self._find(ids))
+            self._last = (key, latest_match(ids, self.max_ngram, self.min_ngram))
         return self._last[1]
-
-    def _find(self, ids: list[int]) -> int | None:
-        found = latest_match(ids, self.max_ngram, self.min_ngram)
-        return None if found is None else found[0]
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None) -> Draft:

@@ -35,14 +35,15 @@ class MixedDrafter:
         """Its members: lookup always, the draft model where there is one, their trees and token
         recycling where the models take a tree mask (eager or sdpa attention, no sliding window)."""
         trees = options.target is not None and options.target.takes_trees
-        members: list[Drafter] = [PromptLookupDrafter()] + ([LookupTreeDrafter(options.tree)] if trees else [])
+        lookup = PromptLookupDrafter()
+        members: list[Drafter] = [lookup] + ([LookupTreeDrafter(options.tree)] if trees else [])
         if options.draft_model is not None:
             chain = ModelDrafter.from_options(options)
             members.append(chain)
             if trees and chain.draft.takes_trees:  # one KV cache for both: the prompt is read once
                 members.append(DraftTreeDrafter.from_options(options, cache=chain.draft))
         if trees:  # after the draft model: the policy measures unmeasured sources in this order
-            members.append(RecyclingDrafter.from_options(options))
+            members.append(RecyclingDrafter.from_options(options, matcher=lookup))  # one n-gram lookup a round
         return cls(members)
 
     def __init__(self, members: Sequence[Drafter]):

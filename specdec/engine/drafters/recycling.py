@@ -84,7 +84,7 @@ from ..sources import Source, budget_sources
 from ..tree_verify import ROOT, Tree
 from .options import DrafterOptions
 from .base import Draft, DrafterBase
-from .lookup import MAX_NGRAM, latest_match
+from .lookup import MAX_NGRAM, PromptLookupDrafter, latest_match
 
 TABLE_ONLY = "table"  # the sources' case where the context has no candidate (module docstring)
 ROW_WIDTH = 8  # candidates kept per token: the most any TreeShape.branching asks of a row here
@@ -208,16 +208,20 @@ class RecyclingDrafter(DrafterBase):
     free = True
 
     @classmethod
-    def from_options(cls, options: DrafterOptions) -> "RecyclingDrafter":
-        return cls(options.recycled or AdjacencyTable(options.target_vocab_size), options.tree)
+    def from_options(cls, options: DrafterOptions, matcher: PromptLookupDrafter | None = None) -> "RecyclingDrafter":
+        """matcher: a prompt lookup drafter to find the context's match with (the mixed drafter's
+        own, so a round looks the last n-gram up once)."""
+        return cls(options.recycled or AdjacencyTable(options.target_vocab_size), options.tree, matcher)
 
-    def __init__(self, table: AdjacencyTable, shape: TreeShape = TreeShape()):
+    def __init__(self, table: AdjacencyTable, shape: TreeShape = TreeShape(),
+                 matcher: PromptLookupDrafter | None = None):
         if shape.branching > table.width:
             raise ValueError(f"token recycling keeps {table.width} candidates per token; tree branching must be "
                              f"at most {table.width}, got {shape.branching}")
         self.table, self.shape = table, shape
         self._proposed: Grown | None = None  # the last tree proposed, scored by the pass that reads it
-        self._last_match: tuple[tuple[int, ...], tuple[int, int] | None] = ((), None)
+        # The context's match (n = MAX_NGRAM down to 1), cached per ids: PromptLookupDrafter.latest.
+        self.matcher = matcher or PromptLookupDrafter()
 
     # reset: DrafterBase's, nothing: the table outlives requests on purpose
 
@@ -225,15 +229,7 @@ class RecyclingDrafter(DrafterBase):
         """Its tree sizes, in the case the round is in: with the context's candidates where the last
         token occurred before ("recycling:16", ...), the table alone where it did not
         ("recycling/table:16", ...; TABLE_ONLY in the module docstring)."""
-        return budget_sources(self.name, self.shape.budget, None if self._match(ids) else TABLE_ONLY)
-
-    def _match(self, ids: list[int]) -> tuple[int, int] | None:
-        """latest_match(ids, MAX_NGRAM), cached for the last ids: a round asks it for its sources,
-        the free draft and the proposal."""
-        key = tuple(ids)
-        if self._last_match[0] != key:
-            self._last_match = (key, latest_match(ids, MAX_NGRAM))
-        return self._last_match[1]
+        return budget_sources(self.name, self.shape.budget, None if self.matcher.latest(ids) else TABLE_ONLY)
 
     def has_row(self, token: int) -> bool:
         """Whether the table can grow a tree from token: the target has read it in this lane before."""
@@ -268,7 +264,7 @@ class RecyclingDrafter(DrafterBase):
     def _grown(self, ids: list[int], k: int, source: str | None) -> "Grown":
         budget = min((Source(source).budget if source else None) or self.shape.budget, self.shape.budget)
         return self.grow(ids[-1], k, budget, previous=ids[-2] if len(ids) > 1 else NO_TOKEN,
-                         context=continuation_at(ids, self._match(ids), k))
+                         context=continuation_at(ids, self.matcher.latest(ids), k))
 
     def grow(self, root: int, depth: int, budget: int, previous: int = NO_TOKEN,
              context: "Continuation | None" = None) -> "Grown":
