@@ -5,7 +5,8 @@ The session: the first question of each category of the Spec-Bench-format sample
 turns; not the seeded sample the bench draws), each second turn asked after our standard lane's
 (greedy, deterministic) answer to the first, as the bench asks it. Lanes run one at a time,
 interleaved turn by turn, in two passes: the first from the warm-up's state (a cold start: no saved
-costs, empty tables), the second from what the first taught, in the other order. Ratios between
+costs, empty tables), the second from the costs the first taught, in the other order, each turn's
+recycling table as it stood before that turn in the first pass. Ratios between
 lanes of one pass cancel the machine's drift; across processes the machine drifts by up to 20%.
 """
 import time
@@ -63,8 +64,11 @@ def run_lanes(pair: Pair, lanes: dict[str, Callable[[Request], Request]],
     turns = session_turns(pair)
     pair.warm_up(pair.auto(turns[0][1]))
     states = dict.fromkeys(lanes, pair.learned())
-    # A lane after another on the same turn would otherwise draft from a table holding this answer.
+    # A lane after another on the same turn would otherwise draft from a table holding this answer;
+    # and the warm pass drafts each turn from the table as it stood before that turn in the cold one
+    # (a table that had read the answer once would draft it back).
     tables = {lane: pair.new_recycling_table() for lane in lanes}
+    before_turn: dict[tuple[str, str], object] = {}
     passes = []
     for p in range(2):
         total = {lane: [0, 0.0] for lane in lanes}
@@ -73,7 +77,10 @@ def run_lanes(pair: Pair, lanes: dict[str, Callable[[Request], Request]],
             for lane in list(lanes) if p == 0 else list(lanes)[::-1]:
                 before(lane)
                 pair.restore_learned(states[lane])
-                with pair.recycling_from(tables[lane]):
+                if p == 0:
+                    before_turn[lane, name] = tables[lane].copy()
+                table = tables[lane] if p == 0 else before_turn[lane, name].copy()
+                with pair.recycling_from(table):
                     tokens, seconds, rounds = timed(pair, lanes[lane](request))
                 states[lane] = pair.learned()
                 total[lane][0] += tokens

@@ -147,6 +147,14 @@ class CachedModel:
         return out.logits[0, -n:, : self.vocab_size]
 
     @property
+    def keeps_every_position(self) -> bool:
+        """Whether every layer keeps every position fed, so the cache can roll back to any point. A
+        sliding layer cannot go back past its last rollback (crop): only committed positions may be
+        rolled back to, which rules out a draft's staged passes (drafters/staged.py), whose guesses
+        roll back to uncommitted draft tokens before the round's own rollback reaches further."""
+        return all(type(layer) is DynamicLayer for layer in self.cache.layers)
+
+    @property
     def takes_trees(self) -> bool:
         """Whether verify_tree and extend_tree work on this model (see _check_tree)."""
         try:

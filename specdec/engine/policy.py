@@ -419,7 +419,7 @@ class CostModel:
         """v(width) for each width, the measured table sorted once (a policy prices every k of
         every source each round: on a small model that bookkeeping is a share of a step)."""
         known = sorted((n, d.mean) for n, d in self.verify.items() if d.mean is not None)
-        return [_interpolate(known, width) for width in widths]
+        return [interpolate(known, width) for width in widths]
 
     def expected_tokens(self, source: str, k: int) -> float:
         return self.expected_tokens_upto(source, k)[k]
@@ -472,7 +472,7 @@ def _nodes(draft: "Draft") -> list[tuple[int, int]]:
     return list(zip(draft.tokens, parents))
 
 
-def _interpolate(known: list[tuple[int, float]], width: float) -> float | None:
+def interpolate(known: list[tuple[int, float]], width: float) -> float | None:
     """v(width) from the measured (width, seconds) pairs, sorted by width: see pass_seconds."""
     if not known:
         return None

@@ -22,6 +22,7 @@ from ..sources import Source
 from .base import Draft, Drafter
 from .lookup import PromptLookupDrafter
 from .model import ModelDrafter
+from .staged import Guesser
 from .options import DrafterOptions
 from .recycling import RecyclingDrafter
 from .tree_drafters import DraftTreeDrafter, LookupTreeDrafter
@@ -38,7 +39,8 @@ class MixedDrafter:
         lookup = PromptLookupDrafter()
         members: list[Drafter] = [lookup] + ([LookupTreeDrafter(options.tree)] if trees else [])
         if options.draft_model is not None:
-            chain = ModelDrafter.from_options(options)
+            # Its staged passes guess from the context and token recycling's table (staged.py).
+            chain = ModelDrafter.from_options(options, guesser=Guesser(lookup, options.recycled))
             members.append(chain)
             if trees and chain.draft.takes_trees:  # one KV cache for both: the prompt is read once
                 members.append(DraftTreeDrafter.from_options(options, cache=chain.draft))

@@ -1,6 +1,8 @@
 """Drafting with a smaller causal LM that shares the target's tokenizer."""
 from __future__ import annotations
 
+import time
+
 import torch
 
 from ..config import Sampling
@@ -8,6 +10,7 @@ from ..kvcache import CachedModel, common_prefix
 from ..sampling import probs_from_logits, sample_from, uniforms
 from ..confidence import StopRule
 from .options import DrafterOptions
+from .staged import MAX_GUESSES, GuessBudget, Guesser
 from .base import Draft, DrafterBase, check_draft_reads, fit_vocab
 
 
@@ -17,44 +20,76 @@ class ModelDrafter(DrafterBase):
     name = "draft-model"
 
     @classmethod
-    def from_options(cls, options: DrafterOptions, drafter: str = "draft-model") -> "ModelDrafter":
-        return cls(options.need_draft(drafter), options.target_vocab_size, options.confidence)
+    def from_options(cls, options: DrafterOptions, drafter: str = "draft-model",
+                     guesser: Guesser | None = None) -> "ModelDrafter":
+        return cls(options.need_draft(drafter), options.target_vocab_size, options.confidence, guesser)
 
-    def __init__(self, model: torch.nn.Module, target_vocab_size: int, confidence: float = 0.0):
+    def __init__(self, model: torch.nn.Module, target_vocab_size: int, confidence: float = 0.0,
+                 guesser: Guesser | None = None, max_guesses: int = MAX_GUESSES):
+        """guesser: where the staged passes' guesses come from (staged.py; prompt lookup alone unless
+        given, the mixed drafter's adds token recycling's table); max_guesses 0 drafts one token a pass."""
         check_draft_reads(model, target_vocab_size)
         self.draft = CachedModel(model)
         self.target_vocab_size = target_vocab_size
         self.confidence = confidence
+        # (a sliding-window draft keeps one token a pass: CachedModel.keeps_every_position)
+        self.guesser = guesser or Guesser()
+        self.max_guesses = max_guesses if self.draft.keeps_every_position else 0
+        self.budget = GuessBudget(self.max_guesses)
 
     def reset(self) -> None:
         self.draft.reset()
-
+        self.budget.start_request()  # agreement with the guesses is the text's
 
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None, stop: StopRule | None = None) -> Draft:
-        """Up to k tokens, one draft pass each. The draft ends early after a token it gives less than
-        `confidence` (a fixed threshold, transformers' assistant_confidence_threshold), or when the
-        round's stop rule says one more token is not worth its cost (the cost policy's, confidence.py)."""
+        """Up to k tokens, from staged passes (staged.py): each reads the draft's next position and
+        guesses of the ones after it, and yields a token for every position read on the draft's own
+        path. The draft ends early after a token it gives less than `confidence` (a fixed threshold,
+        transformers' assistant_confidence_threshold), or when the round's stop rule says one more
+        token is not worth its cost (the cost policy's, confidence.py)."""
         self.draft.settle(ids)  # a shared cache's last tree path is already read: not catch-up
         catch_up = len(ids) - common_prefix(self.draft.ids, ids)
         tokens: list[int] = []
         rows, confidences = [], []  # rows: greedy logits, or the q each token was drawn from
-        for _ in range(k):
-            logits = fit_vocab(self.draft.logits(ids + tokens, 1)[0], self.target_vocab_size)
-            if sampling.greedy:
-                tokens.append(int(logits.argmax()))
-                rows.append(logits)
-            else:
-                rows.append(probs_from_logits(logits, sampling))
-                tokens.append(sample_from(rows[-1], uniforms(1, generator)[0]))
-            confidences.append(self._confidence(rows[-1], tokens[-1], sampling.greedy))
-            if confidences[-1] < self.confidence or (stop is not None and not stop.keep_drafting(confidences)):
-                break
+        pending, stopped = max(1, catch_up), False  # tokens the next pass reads before its guesses
+        while len(tokens) < k and not stopped:
+            # 1. Guess the tokens after the draft's next one, as many as pay (GuessBudget).
+            guesses = self.guesser.guess(ids + tokens, self.budget.choose(k - len(tokens) - 1, pending))
+            # 2. One pass reads them all: row i predicts the token after guess i (row 0: after the last token).
+            start = time.perf_counter()
+            block = fit_vocab(self.draft.logits(ids + tokens + guesses, 1 + len(guesses)), self.target_vocab_size)
+            # 3. The draft's own tokens off the rows read on its path.
+            kept, stopped = self._take(block, guesses, sampling, generator, stop, rows, confidences)
+            tokens += kept
+            # 4. What the pass cost and how far its guesses held, for the next pass's budget.
+            self.budget.observe(pending + len(guesses), guesses, kept, time.perf_counter() - start)
+            pending = 1
         if not rows:
             return Draft([], None)
         stacked = torch.stack(rows)
         q, logits = (None, stacked) if sampling.greedy else (stacked, None)
         return Draft(tokens, q, logits, catch_up=catch_up, confidences=tuple(confidences))
+
+    def _take(self, block: torch.Tensor, guesses: list[int], sampling: Sampling, generator: torch.Generator,
+              stop: StopRule | None, rows: list, confidences: list) -> tuple[list[int], bool]:
+        """The draft's token from each row of a staged pass while the row was read on its path (row
+        i + 1 only where row i's token was guess i), each row and confidence appended to the round's;
+        and whether the draft stops (its confidence fell below the threshold, or the stop rule says so)."""
+        kept: list[int] = []
+        for i, logits in enumerate(block):
+            if sampling.greedy:
+                kept.append(int(logits.argmax()))
+                rows.append(logits)
+            else:  # one uniform per token, as one-token passes draw: the same stream, the same draft
+                rows.append(probs_from_logits(logits, sampling))
+                kept.append(sample_from(rows[-1], uniforms(1, generator)[0]))
+            confidences.append(self._confidence(rows[-1], kept[-1], sampling.greedy))
+            if confidences[-1] < self.confidence or (stop is not None and not stop.keep_drafting(confidences)):
+                return kept, True
+            if i == len(guesses) or kept[-1] != guesses[i]:
+                break
+        return kept, False
 
     @staticmethod
     def _confidence(row: torch.Tensor, token: int, greedy: bool) -> float:
