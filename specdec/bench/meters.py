@@ -54,7 +54,8 @@ class OtherLoad:
 class Forwards:
     """Counts forward passes of the target and the draft while a lane runs (forward pre-hooks, a
     Python call each): target passes are rounds for a speculative lane, tokens for a plain one, and
-    draft passes per round show how many tokens a drafter really drafted, ours and transformers' alike."""
+    draft passes per round how often the draft ran: one per drafted token for transformers' and for
+    ours where no guess held; fewer where our staged passes drafted several (engine/drafters/staged.py)."""
 
     def __init__(self, target: torch.nn.Module, draft: torch.nn.Module | None = None):
         self.target = self.draft = 0

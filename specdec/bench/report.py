@@ -112,9 +112,10 @@ def _explain(goal: dict, summaries: list[dict]) -> list[str]:
                 "tokens from "
                 f"{fmt(d['drafts_per_pass_ours'])} draft passes, the peer {fmt(d['tokens_per_pass_peer'])} tokens "
                 f"from {fmt(d['drafts_per_pass_peer'])} (medians over cells). Fewer draft passes for as many tokens "
-                "mean the peer stopped drafting early (transformers' confidence stop) or, with an int8 draft, that "
-                "its draft saw other chunk sizes (dynamic int8 quantization scales each call's activations, so "
-                "drafts depend on how tokens are batched)."]
+                "mean a drafter stopped drafting early (a confidence stop), that our draft model read guesses of "
+                "its next tokens and drafted several a pass (staged drafting, engine/drafters/staged.py), or, "
+                "with an int8 draft, that a draft saw other chunk sizes (dynamic int8 quantization scales each "
+                "call's activations, so drafts depend on how tokens are batched)."]
     if name.startswith("auto"):
         by_category = goal["detail"]["by_category"]
         behind = [c for c, v in by_category.items() if v < 1.0]

@@ -6,7 +6,8 @@ Each member keeps its own state; the draft model's chain and tree share one KV c
 prompt is read once, not once each, and a switch between them reads nothing again), which catches
 up in one pass on the tokens committed while a free member drafted. The policy weighs each source
 by its own measured acceptance and cost (policy.py) and the drafted tokens are verified as any
-member's are, so the output is exact whichever drafts. Tree members offer only their configured
+member's are (the draft model's passes read guesses from the context and token recycling's table
+beside its next token: staged.py), so the output is exact whichever drafts. Tree members offer only their configured
 budget: each source costs a measuring round before the policy trusts it, and the smaller budgets of
 a tree rarely beat its configured one and a chain together. Token recycling is the exception (sources).
 """

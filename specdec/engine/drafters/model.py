@@ -1,4 +1,5 @@
-"""Drafting with a smaller causal LM that shares the target's tokenizer."""
+"""Drafting with a smaller causal LM that shares the target's tokenizer, several tokens a pass where
+guesses of its next tokens hold (staged.py)."""
 from __future__ import annotations
 
 import time
