@@ -33,7 +33,10 @@ deterministically with no model pass, so each round the decoding loop asks them 
 drafted (a lookup, timed as part of choosing) and the policy judges its first token against the
 round's first committed token (CostModel.observe_free: greedy, their own verdict; sampled, its
 distribution). Their alpha_1, the Thompson-drawn position, then follows the text in every round,
-plain ones included, whichever source drafts; deeper positions learn from their own rounds.
+plain ones included, whichever source drafts; deeper positions learn from their own rounds. Nor do
+they need a measuring round: a lookup costs next to nothing beside a target pass, so a free source is
+priced at no draft cost until its own rounds time it, and a fresh process measures only its model
+sources (token recycling's eight trees cost a cold start eight rounds, one each, before this).
 """
 from __future__ import annotations
 
@@ -262,6 +265,7 @@ class CostModel:
         self.sources: dict[str, SourceCosts] = {}
         self.overhead = Decayed(decay)  # seconds per round spent outside the models (choosing k)
         self.observed: set[str] = set()  # the sources the last round was evidence for (once each)
+        self.free: set[str] = set()  # sources the loop has asked for free drafts (observe_free): a lookup each
 
     def source(self, name: str) -> SourceCosts:
         costs = self.sources.get(name)
@@ -369,6 +373,7 @@ class CostModel:
         tree's first nodes, keeps that evidence. Width and cost learn only from a source's own
         rounds (a free draft is asked at a depth of the loop's choosing)."""
         first = committed[0]
+        self.free.update(map(str, drafts))
         for name, draft in drafts.items():
             if not draft.tokens:
                 continue
@@ -529,8 +534,10 @@ class CostPolicy:
     def choose(self, sources: Sequence[str]) -> Choice:
         if not sources:
             return NOTHING_TO_DRAFT
-        # 1. Learn before judging: each source's draft cost, then the plain step's pass time.
-        unmeasured = [s for s in sources if self.costs.source(s).draft.mean is None]
+        # 1. Learn before judging: each model source's draft cost, then the plain step's pass time. A
+        #    free source needs no measuring round: its acceptance at position 1 is judged every round
+        #    (observe_free) and its draft is a lookup, priced at nothing until its own rounds time it.
+        unmeasured = [s for s in sources if self.costs.source(s).draft.mean is None and s not in self.costs.free]
         if unmeasured:
             # A first draft as deep as the reach allows (MIN_REACH): it measures the cost per token
             # as one token would, and the acceptance at every position up to it. A one-token
@@ -626,7 +633,7 @@ class CostPolicy:
         """Expected tokens per second of drafting k = 0..k_max (the policy's, unless given) from
         source: E(k) / T(k), with T(k) = k c + v(k + 1) + the per-round overhead every round pays,
         plain ones included."""
-        draft, overhead = self.costs.source(source).draft.mean, self.costs.overhead.mean or 0.0
+        draft, overhead = self.costs.source(source).draft.mean or 0.0, self.costs.overhead.mean or 0.0
         expected = self.costs.expected_tokens_upto(source, self.k_max if k_max is None else k_max, alpha_1)
         passes = self.costs.pass_seconds_many([self.width(source, k) for k in range(len(expected))])
         return [e / (k * draft + v + overhead) for k, (e, v) in enumerate(zip(expected, passes))]

@@ -263,6 +263,23 @@ def test_cost_policy_measures_before_it_trusts():
     assert plain_missing.k == 0 and "plain decode step" in plain_missing.reason
 
 
+def test_free_sources_need_no_measuring_round():
+    """Once the loop has asked a source for a free draft (a lookup), the policy measures only the
+    model sources, and prices the free one at no draft cost until its own rounds time it."""
+    from specdec.engine.drafters.base import Draft
+    policy = CostPolicy(k_max=8)
+    assert policy.choose([LOOKUP, MODEL]).source == LOOKUP  # nothing known: the first source is measured
+    policy.costs.observe_free({LOOKUP: Draft([4, 5], None)}, [4, 6])  # it would have kept its first token
+    first = policy.choose([LOOKUP, MODEL])
+    assert (first.source, first.k) == (MODEL, CostPolicy.MIN_REACH) and "measuring" in first.reason
+    policy.costs.observe(rnd(1, 4, 2, draft_s=0.3), MODEL)
+    policy.costs.learn_pass(1, 1.0)
+    assert policy.costs.source(LOOKUP).draft.mean is None
+    rates = policy.rates(LOOKUP, k_max=4)
+    assert all(rate > 0 for rate in rates)  # priced: at no draft cost
+    assert "measuring" not in policy.choose([LOOKUP, MODEL]).reason
+
+
 def test_sources_are_judged_on_their_own_evidence():
     v = {n: 1.0 + 0.1 * (n - 1) for n in range(1, 10)}
     costs = teach(v, c=0.3, alpha=0.2, depth=4, source=MODEL)
