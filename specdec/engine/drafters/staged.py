@@ -5,7 +5,8 @@ table is here).
 
 Why. A draft model decodes one token per pass, and on a CPU a pass is a read of its weights, so a
 pass over 1 + m tokens costs little more than one over 1 (the int8 Qwen2.5-Coder-0.5B on 2 EPYC
-cores: 18.6 ms for 1 token, 24.9 for 4, 30.0 for 8). Each pass therefore reads the draft's next
+cores: 18.6 ms for 1 token, 24.9 for 4, 30.0 for 8;
+docs/bench-auto/draft_pass_widths.py). Each pass therefore reads the draft's next
 position and m guesses g_1..g_m of the tokens after it: where the draft's own token at position i
 is g_i, the row at position i + 1 was read on the draft's own path and gives its next token too. A
 pass yields 1 + j tokens, j the number of leading guesses the draft agreed with, for the price of
