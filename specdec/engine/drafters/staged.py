@@ -30,7 +30,9 @@ How many (GuessBudget). With beta_j the share of guesses at position j the draft
 those before, a pass with m guesses yields E(m) = 1 + sum_{i<=m} prod_{j<=i} beta_j tokens in t(1 + m)
 seconds; m maximises E(m) / t(1 + m). Both are measured as the draft drafts (decayed), beta shrunk
 towards BETA_PRIOR and started afresh each request (the agreement is the text's; the pass times, the
-device's, carry over), so a text whose guesses miss stops paying for them within a few passes.
+device's, carry over where one drafter serves several requests: Pair makes a drafter per request, so
+there the first two passes of each time a one-token and a widest pass), so a text whose guesses miss
+stops paying for them within a few passes.
 """
 from __future__ import annotations
 
