@@ -59,12 +59,10 @@ class Guesser:
         if m <= 0:
             return []
         found = self.matcher.latest(ids)  # (where its continuation starts, n)
+        context = [] if found is None else ids[found[0]: found[0] + m]
         if found is not None and (found[1] >= 2 or self.table is None):
-            return ids[found[0]: found[0] + m]
-        chain = self._table_chain(ids, m)
-        if not chain and found is not None:
-            return ids[found[0]: found[0] + m]
-        return chain
+            return context
+        return self._table_chain(ids, m) or context
 
     def _table_chain(self, ids: list[int], m: int) -> list[int]:
         """The table's top candidate after the last token (read after the one before it), then
