@@ -141,7 +141,7 @@ def speculative_decode(
             policy_seconds=chosen_at - start,
             catch_up=draft.catch_up,
             tree=None if draft.tree is None else TreeRound(draft.tree.tokens, draft.tree.parents, path, draft.reach,
-                                                                draft.origins, draft.nested),
+                                                                draft.origins, draft.nested, draft.chain),
             confidences=draft.confidences,
         )
         # 6. Report the round, and let the policy learn from it (and from what the free sources would

@@ -33,6 +33,7 @@ class TreeRound:
     reach: tuple[float, ...] | None = None
     origins: tuple[str, ...] | None = None
     nested: bool = False
+    chain: str | None = None  # the chain source whose draft is this tree's likeliest path (as_chain)
 
     @property
     def depth(self) -> int:
@@ -54,6 +55,33 @@ class TreeRound:
         path's length where that path ended at a leaf (no deeper position was tried, so none was
         rejected)."""
         return len(self.path) if self.ended_at_leaf else self.depth
+
+    def as_chain(self) -> tuple[int, int, tuple[float, ...]]:
+        """What the chain source `chain` would have shown this round: (positions drafted, accepted,
+        confidences) of the tree's likeliest path, followed from the root to the child of highest
+        reach at each node.
+
+        Why that is the chain's own verdict (greedy only; the drafter sets `chain` only then). A
+        greedy draft tree ranks nodes by the draft's softmax, so a node's likeliest child is the
+        draft's argmax after that node's path: the token a greedy chain of the same model drafts
+        there (reach[child] / reach[node] is its confidence, as the chain reads it). The target keeps
+        the chain's token at depth j exactly when its argmax is that child, which is when the tree's
+        accepted path goes through it. So the chain keeps its first `accepted` tokens; it was tested
+        one deeper where the tree's path left the likeliest child (a rejection) and no deeper where
+        the likeliest path ends at a leaf (the tree drafted nothing below it). Best-first growth never
+        keeps a child without its likelier siblings, so a likeliest child is in the tree whenever
+        any child is."""
+        node, depth, accepted, confidences = -1, 0, 0, []
+        while True:
+            children = [n for n, parent in enumerate(self.parents) if parent == node]
+            if not children or self.reach is None:
+                return depth, accepted, tuple(confidences)
+            likeliest = max(children, key=lambda n: (self.reach[n], -n))
+            confidences.append(self.reach[likeliest] / (1.0 if node < 0 else self.reach[node] or 1.0))
+            depth += 1
+            if accepted >= len(self.path) or self.path[accepted] != likeliest:
+                return depth, accepted, tuple(confidences)
+            accepted, node = accepted + 1, likeliest
 
     def first(self, budget: int) -> "TreeRound":
         """What the tree of its first `budget` nodes would have accepted, for a nested tree (the

@@ -27,6 +27,9 @@ recycling's best-first growth, lookup-tree's budget-cut trie), a round of the bi
 each smaller one would have accepted (events.TreeRound.first: exactly, greedy; in distribution,
 sampled), so it is evidence for every smaller budget too (CostModel.observe_smaller_trees): the
 sizes of one drafter share one arm's exploration (each still measures its own draft cost once).
+Likewise a greedy draft tree's likeliest path is the draft's greedy chain (events.TreeRound.as_chain),
+so a round of the tree is a round of the draft-model chain too (CostModel.observe_chain): the two
+model sources need not take turns to stay measured.
 
 Free sources are measured every round. Prompt lookup, lookup-tree and token recycling draft
 deterministically with no model pass, so each round the decoding loop asks them what they would have
@@ -331,6 +334,8 @@ class CostModel:
             self.observed.add(str(source))
             if round.tree is not None and round.tree.nested:
                 self.observe_smaller_trees(round.tree, Source(source))
+            if round.tree is not None and round.tree.chain is not None:
+                self.observe_chain(round.tree)
         if free:
             self.observe_free(free, round.tokens)
         if round.k == 0:  # a plain round: time passes for every source's evidence (a free one's
@@ -356,6 +361,23 @@ class CostModel:
                 costs.observe(within.depth, len(within.path), None)
                 costs.width.add(len(within.tokens) + 1)
                 self.observed.add(name)
+
+    def observe_chain(self, tree: TreeRound) -> None:
+        """A greedy draft tree's round is also a round of the chain of the same model, to the depth of
+        the tree's likeliest path (TreeRound.as_chain: exactly its verdict): the chain's acceptance by
+        position and by confidence learn from it as from its own rounds. Without this, a chain that
+        sat out while its tree drafted kept the verdict of the last text it drafted on (the Qwen pair:
+        alpha_1 0.45 from a roleplay answer, where the draft model at k = 4 keeps 3.8 tokens a round on
+        the reasoning that followed), and the dearer tree drafted on (0.40 s a round for 5.4 tokens,
+        where the chain takes 0.27 s for 3.8). Its draft cost learns only from its own rounds."""
+        if tree.chain in self.observed:
+            return
+        depth, accepted, confidences = tree.as_chain()
+        if depth:
+            costs = self.source(tree.chain)
+            costs.observe(depth, accepted, None)
+            costs.calibration.observe(confidences, accepted)
+            self.observed.add(tree.chain)
 
     def observe_free(self, drafts: Mapping[str, "Draft"], committed: Sequence[int]) -> None:
         """What free sources (drafters.base.DrafterBase) would have drafted this round, judged against
@@ -592,11 +614,17 @@ class CostPolicy:
         doubles the reach each round). Carried over, the depth a code answer reached let a
         translation's first rounds draft a 16-node draft tree 12 deep (0.3 s of draft passes, 3
         plain steps) and lose it at the first token, 3 rounds of 9 (the Qwen pair sampled: 0.56x
-        plain decoding). A chain keeps what earlier text showed: its depth is free (prompt lookup)
-        or stopped by the draft's own confidence on this text (confidence.StopRule), and restarting
-        it from MIN_REACH cost the copying answers (RAG, summaries) the long first drafts that pay."""
+        plain decoding). So does a free chain (prompt lookup): its deep positions are learned only on
+        text where its first tokens were kept, text that copies, and carried to text that does not
+        they priced every lookup as a lottery with a long payout. The Qwen pair, an extraction answer
+        after a code answer: 13 lookups of 16 or 32 tokens kept 18 tokens, each pass over 17 or 33
+        tokens costing 1.4 or 2.1 plain steps, where a pass over 5 costs one. A model chain keeps
+        what earlier text showed: its draft stops by its own confidence on this text
+        (confidence.StopRule), and restarting it from MIN_REACH cost the copying answers (RAG,
+        summaries) the long first drafts that pay."""
         costs = self.costs.source(source)
-        return max(self.MIN_REACH, 2 * (costs.request_depth if tree_budget(source) is not None else costs.tested_depth))
+        this_text = tree_budget(source) is not None or source in self.costs.free
+        return max(self.MIN_REACH, 2 * (costs.request_depth if this_text else costs.tested_depth))
 
     def stop_rule(self, source: str, horizon: int) -> StopRule | None:
         """The source's stop rule up to horizon tokens, once its acceptance by confidence is measured."""

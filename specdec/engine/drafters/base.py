@@ -39,6 +39,9 @@ class Draft:
     # growth, a budget-cut trie): one verified round is then evidence for every smaller budget too
     # (events.TreeRound.first).
     nested: bool = False
+    # The chain source whose draft is this tree's likeliest path: a greedy draft tree of the chain's
+    # own model (events.TreeRound.as_chain), so a round of the tree is also evidence for the chain.
+    chain: str | None = None
 
 
 class Drafter(Protocol):

@@ -44,7 +44,7 @@ class MixedDrafter:
             chain = ModelDrafter.from_options(options, guesser=Guesser(lookup, options.recycled))
             members.append(chain)
             if trees and chain.draft.takes_trees:  # one KV cache for both: the prompt is read once
-                members.append(DraftTreeDrafter.from_options(options, cache=chain.draft))
+                members.append(DraftTreeDrafter.from_options(options, cache=chain.draft, chain=chain.name))
         if trees:  # after the draft model: the policy measures unmeasured sources in this order
             members.append(RecyclingDrafter.from_options(options, matcher=lookup))  # one n-gram lookup a round
         return cls(members)

@@ -38,19 +38,22 @@ class DraftTreeDrafter(DrafterBase):
     name = "draft-tree"
 
     @classmethod
-    def from_options(cls, options: DrafterOptions, cache: CachedModel | None = None) -> "DraftTreeDrafter":
-        return cls(options.need_draft(cls.name), options.target_vocab_size, options.tree, cache)
+    def from_options(cls, options: DrafterOptions, cache: CachedModel | None = None,
+                     chain: str | None = None) -> "DraftTreeDrafter":
+        return cls(options.need_draft(cls.name), options.target_vocab_size, options.tree, cache, chain)
 
     def __init__(self, model: torch.nn.Module, target_vocab_size: int, shape: TreeShape = TreeShape(),
-                 cache: CachedModel | None = None):
+                 cache: CachedModel | None = None, chain: str | None = None):
         """cache: the draft's KV cache, shared with a chain drafter of the same model (the mixed
         drafter's), so neither reads the prompt or the other's rounds again; CachedModel keys what it
-        holds by the ids it has read, so either may extend or roll back what the other left."""
+        holds by the ids it has read, so either may extend or roll back what the other left. chain:
+        that chain drafter's source; a greedy tree's likeliest path is its draft, so each round of the
+        tree is evidence for it too (events.TreeRound.as_chain)."""
         check_draft_reads(model, target_vocab_size)
         if cache is not None and cache.model is not model:
             raise ValueError("a shared draft cache must hold the same model")
         self.draft = cache or CachedModel(model)
-        self.target_vocab_size, self.shape = target_vocab_size, shape
+        self.target_vocab_size, self.shape, self.chain = target_vocab_size, shape, chain
 
     def reset(self) -> None:
         self.draft.reset()
@@ -89,7 +92,7 @@ class DraftTreeDrafter(DrafterBase):
                 slot[node] = len(slot) - 1
             logits = self.draft.extend_tree(ids, [(tokens[n], slot[parents[n]]) for n in frontier])
             rows = self._probs(logits, sampling)
-        return _pruned(tokens, parents, reach, budget, catch_up)
+        return _pruned(tokens, parents, reach, budget, catch_up, self.chain if sampling.greedy else None)
 
     def _probs(self, logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
         """What the tree is ranked by: the draft's distribution under the run's sampling settings
@@ -99,12 +102,15 @@ class DraftTreeDrafter(DrafterBase):
         return torch.softmax(logits.float(), -1) if sampling.greedy else probs_from_logits(logits, sampling)
 
 
-def _pruned(tokens: list[int], parents: list[int], reach: list[float], budget: int, catch_up: int) -> Draft:
-    """The `budget` likeliest nodes, renumbered in creation order (which is topological)."""
+def _pruned(tokens: list[int], parents: list[int], reach: list[float], budget: int, catch_up: int,
+            chain: str | None = None) -> Draft:
+    """The `budget` likeliest nodes, renumbered in creation order (which is topological); chain: the
+    chain source the likeliest path stands for (a greedy tree's: DraftTreeDrafter)."""
     kept = sorted(sorted(range(len(tokens)), key=lambda n: (-reach[n], n))[:budget])
     index = {ROOT: ROOT, **{node: i for i, node in enumerate(kept)}}
     tree = Tree(tuple(tokens[n] for n in kept), tuple(index[parents[n]] for n in kept))
-    return Draft(list(tree.tokens), None, catch_up=catch_up, tree=tree, reach=tuple(reach[n] for n in kept))
+    return Draft(list(tree.tokens), None, catch_up=catch_up, tree=tree, reach=tuple(reach[n] for n in kept),
+                 chain=chain)
 
 
 class LookupTreeDrafter(DrafterBase):
