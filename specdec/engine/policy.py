@@ -366,10 +366,10 @@ class CostModel:
         """A greedy draft tree's round is also a round of the chain of the same model, to the depth of
         the tree's likeliest path (TreeRound.as_chain: exactly its verdict): the chain's acceptance by
         position and by confidence learn from it as from its own rounds. Without this, a chain that
-        sat out while its tree drafted kept the verdict of the last text it drafted on (the Qwen pair:
-        alpha_1 0.45 from a roleplay answer, where the draft model at k = 4 keeps 3.8 tokens a round on
-        the reasoning that followed), and the dearer tree drafted on (0.40 s a round for 5.4 tokens,
-        where the chain takes 0.27 s for 3.8). Its draft cost learns only from its own rounds."""
+        sat out while its tree drafted kept the verdict of the last text it drafted on (the Qwen pair
+        on the Spec-Bench sample: alpha_1 read 0.45, where the draft model at k = 4 made 3.8 tokens a
+        round on a reasoning answer), and the dearer tree drafted on there (0.40 s a round for 5.4
+        tokens, where the chain took 0.21 s for 3.8). Its draft cost learns only from its own rounds."""
         if tree.chain in self.observed:
             return
         depth, accepted, confidences = tree.as_chain()
@@ -617,8 +617,8 @@ class CostPolicy:
         plain decoding). So does a free chain (prompt lookup): its deep positions are learned only on
         text where its first tokens were kept, text that copies, and carried to text that does not
         they priced every lookup as a lottery with a long payout. The Qwen pair, an extraction answer
-        after a code answer: 13 lookups of 16 or 32 tokens kept 18 tokens, each pass over 17 or 33
-        tokens costing 1.4 or 2.1 plain steps, where a pass over 5 costs one. A model chain keeps
+        after a code answer: 13 lookups drafted 245 tokens and kept 5, in passes over up to 33 tokens
+        that cost up to 2.1 plain steps, where a pass over 5 costs one. A model chain keeps
         what earlier text showed: its draft stops by its own confidence on this text
         (confidence.StopRule), and restarting it from MIN_REACH cost the copying answers (RAG,
         summaries) the long first drafts that pay."""
