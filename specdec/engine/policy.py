@@ -615,7 +615,7 @@ class CostPolicy:
         translation's first rounds draft a 16-node draft tree 12 deep (0.3 s of draft passes, 3
         plain steps) and lose it at the first token, 3 rounds of 9 (the Qwen pair sampled: 0.56x
         plain decoding). So does a free chain (prompt lookup): its deep positions are learned only on
-        text where its first tokens were kept, text that copies, and carried to text that does not
+        text where its first tokens were kept, text that copies, and carried to text that does not,
         they priced every lookup as a lottery with a long payout. The Qwen pair, an extraction answer
         after a code answer: 13 lookups drafted 245 tokens and kept 5, in passes over up to 33 tokens
         that cost up to 2.1 plain steps, where a pass over 5 costs one. A model chain keeps
