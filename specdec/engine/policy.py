@@ -57,10 +57,10 @@ if TYPE_CHECKING:
 
 CATCH_UP_LIMIT = 8  # committed tokens a draft may read first and still count as a steady round
 # Observations of a source's acceptance a new request starts from (CostModel.start_request): enough to
-# draft on at once and not to re-explore every source on a short answer, few enough that the new
-# text's own rounds outweigh them within ten or so (decay 0.9). 16 against 8 on the Qwen pair, 21
-# turns in one process: 1.086x cold, 1.008x warm (docs/bench-auto/carried_evidence_ab.py).
-CARRIED_EVIDENCE = 16.0
+# draft on at once, few enough that the new text's own rounds outweigh them within a handful of rounds.
+# (16 was tried: 1.086x cold, 1.008x warm in one process, docs/bench-auto/carried_evidence_ab.py, but
+# the Spec-Bench sample with saved costs read auto 1.88x against 1.95x at 8: docs/spec-bench/notes.md.)
+CARRIED_EVIDENCE = 8.0
 # Observations of a model source's acceptance by confidence a new request starts from: the calibration
 # maps the draft's own confidence, which follows the new text, to acceptance, so it carries over more.
 CARRIED_CALIBRATION = 32.0
