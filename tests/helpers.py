@@ -236,3 +236,12 @@ def race_result(run=None, **changes):
                       tree_shape=None, device="cpu", dtype="float32", engine="eager", verify_costs=None,
                       verify_points=(), finished=True)
     return replace(base, **changes)
+
+
+def tree_round(i: int, tree, source: str):
+    """A round that drafted `tree` (events.TreeRound) from `source` and kept its path, then a correction."""
+    from specdec.engine.events import ACCEPTED, CORRECTED, RoundEvent
+
+    accepted = len(tree.path)
+    return RoundEvent(i, 4, tree.tokens, accepted, tuple(range(accepted + 1)), (ACCEPTED,) * accepted + (CORRECTED,),
+                      0.01, 0.1, (), False, source=source, tree=tree)

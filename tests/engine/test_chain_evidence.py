@@ -6,7 +6,7 @@ lookup, like a tree, shows its depth again on each request (CostPolicy.depth_rea
 import pytest
 import torch
 
-from helpers import perturbed, tiny_model
+from helpers import perturbed, tiny_model, tree_round
 from specdec import Sampling
 from specdec.engine.drafters import DraftTreeDrafter, ModelDrafter
 from specdec.engine.config import TreeShape
@@ -89,23 +89,16 @@ def test_only_a_greedy_tree_stands_for_the_chain():
     assert DraftTreeDrafter(drafter.draft.model, target.vocab_size).propose(ids, 4, Sampling(), None).chain is None
 
 
-def tree_round(i: int, tree: TreeRound) -> RoundEvent:
-    drafted = tree.tokens
-    return RoundEvent(i, tree.depth, drafted, len(tree.path), drafted[: len(tree.path)] + (99,),
-                      ("accepted",) * len(tree.path) + ("corrected",), 0.2, 0.3, (), False,
-                      source="draft-tree:8", tree=tree)
-
-
 def test_a_tree_round_teaches_the_chain_its_verdict_and_confidences_not_its_cost():
     model = CostModel(decay=1.0, prior_weight=0.0)
-    model.observe(tree_round(1, TreeRound(tuple(range(10, 15)), PARENTS, (0, 2), REACH, chain="draft-model")),
+    model.observe(tree_round(1, TreeRound(tuple(range(10, 15)), PARENTS, (0, 2), REACH, chain="draft-model"), "draft-tree:8"),
                   "draft-tree:8")
     chain = model.source("draft-model")
     assert [k.mean for k in chain.kept] == [1.0, 0.0]  # kept at depth 1, rejected at depth 2
     assert chain.calibration.evidence == 2 and chain.draft.mean is None
     assert "draft-model" in model.observed
     other = CostModel(decay=1.0, prior_weight=0.0)
-    other.observe(tree_round(1, TreeRound(tuple(range(10, 15)), PARENTS, (0, 2), REACH)), "draft-tree:8")
+    other.observe(tree_round(1, TreeRound(tuple(range(10, 15)), PARENTS, (0, 2), REACH), "draft-tree:8"), "draft-tree:8")
     assert "draft-model" not in other.sources  # no chain named: nothing learned for one
 
 

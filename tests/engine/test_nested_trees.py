@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from chi_square import chi_square, critical
-from helpers import tiny_model
+from helpers import tiny_model, tree_round
 from specdec import CachedModel, Sampling, Speculation, speculative_decode
 from specdec.engine.config import TreeShape
 from specdec.engine.drafters import LookupTreeDrafter, make_drafter
-from specdec.engine.events import ACCEPTED, CORRECTED, RoundEvent, TreeRound
+from specdec.engine.events import RoundEvent, TreeRound
 from specdec.engine.policy import CostModel
 from specdec.engine.sources import Source
 from specdec.engine.tree_verify import ROOT, Tree, accept_greedy, accept_sampled
@@ -146,13 +146,6 @@ def test_sampled_first_nodes_accept_with_the_smaller_trees_distribution():
     assert stat < critical(dof), (stat, dof)
     wrong, wrong_dof = chi_square(by_depth, expected, runs)
     assert wrong > critical(wrong_dof), (wrong, "the test cannot tell a wrong cut from the right one")
-
-
-def tree_round(i: int, tree: TreeRound, source: str) -> RoundEvent:
-    accepted = len(tree.path)
-    fates = (ACCEPTED,) * accepted + (CORRECTED,)
-    return RoundEvent(i, 4, tree.tokens, accepted, tuple(range(accepted + 1)), fates, 0.01, 0.1, (), False,
-                      source=source, tree=tree)
 
 
 def test_a_nested_round_teaches_each_smaller_budget_of_its_drafter_and_nothing_else():
