@@ -22,7 +22,8 @@ from .verdicts import Divergence, numerical_tie
 from .verify_costs import VerifyCosts, measure_verify_costs
 
 AUTO_K_MAX = 32
-COSTS_VERSION = 1  # of the persisted cost models' JSON: a file of another version is ignored
+COSTS_VERSION = 2  # of the persisted cost models' JSON: a file of another version is ignored (2: finer
+# confidence bins at the top, confidence.BIN_EDGES)
 
 
 @dataclass(frozen=True)

@@ -21,14 +21,41 @@ MODEL = "draft-model"
 def test_calibration_counts_tested_positions_only():
     calibration = Calibration(decay=1.0)
     calibration.observe((0.95, 0.15, 0.92), accepted=1)  # kept, rejected, never tested
-    assert calibration.tested[9] == 1 and calibration.kept[9] == 1
-    assert calibration.tested[1] == 1 and calibration.kept[1] == 0 and calibration.evidence == 2
-    # Shrunk towards halfway between the overall acceptance (0.5) and the bin's mid confidence (0.95).
-    assert calibration.acceptance(0.97, prior=0.5, weight=2) == pytest.approx((1 + 0.725 * 2) / (1 + 2))
+    high, low = calibration.bin(0.95), calibration.bin(0.15)
+    assert calibration.tested[high] == 1 and calibration.kept[high] == 1
+    assert calibration.tested[low] == 1 and calibration.kept[low] == 0 and calibration.evidence == 2
+    # Shrunk towards halfway between the overall acceptance (0.5) and the bin's mid confidence (0.965:
+    # the bin [0.95, 0.98)).
+    assert calibration.acceptance(0.97, prior=0.5, weight=2) == pytest.approx((1 + 0.7325 * 2) / (1 + 2))
     assert calibration.acceptance(0.55, prior=0.5) == pytest.approx(0.525)  # an empty bin is its prior
     # An untested bin of unsure tokens reads below the average token, a confident one above it.
     assert calibration.acceptance(0.25, prior=0.8) < 0.8 < calibration.acceptance(0.85, prior=0.8)
     assert Calibration.from_json(calibration.to_json()).tested == calibration.tested
+
+
+def test_the_top_decile_is_told_apart():
+    """Copied tokens at 0.999 are kept every time, tokens at 0.92 four times in five: one bin for
+    [0.9, 1] would read 0.9 for both, and a draft of twelve copied tokens would be expected to survive
+    0.9^12 = 0.28 where it survives. With its own bin the copy drafts on where the 0.92s stop."""
+    calibration = Calibration(decay=1.0)
+    for round in range(10):
+        calibration.observe((0.999,) * 4, accepted=4)
+        calibration.observe((0.92,) * 5, accepted=4)  # the fifth rejected: 4 of 5 kept
+    assert calibration.acceptance(0.999, prior=0.8) > 0.99
+    assert calibration.acceptance(0.92, prior=0.8) == pytest.approx((40 + (0.8 + 0.925) / 2 * 2) / 52)
+    assert calibration.bin(0.999) == len(calibration.edges) - 1 and calibration.bin(1.0) == calibration.bin(0.999)
+    assert calibration.bin(0.0) == 0 and calibration.bin(0.1) == 1
+    # d = 0.02 s a draft token, a pass over n tokens 0.1 + 0.005 n, deeper tokens expected at 0.8.
+    rule = StopRule(lambda c: calibration.acceptance(c, 0.8), (0.8,) * 16, 0.02, lambda n: 0.1 + 0.005 * n, horizon=16)
+    assert rule.keep_drafting([0.999] * 10)
+    assert not rule.keep_drafting([0.92] * 10)
+
+
+def test_a_calibration_of_other_bins_is_refused():
+    """A saved calibration with other bins (an older file) is refused (the caller then ignores the
+    file), not read into the wrong bins."""
+    with pytest.raises(ValueError, match="bins"):
+        Calibration.from_json({"tested": [0.0] * 10, "kept": [0.0] * 10})
 
 
 def test_stop_rule_is_the_marginal_rate_inequality():
