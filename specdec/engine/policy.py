@@ -271,6 +271,7 @@ class CostModel:
         self.overhead = Decayed(decay)  # seconds per round spent outside the models (choosing k)
         self.observed: set[str] = set()  # the sources the last round was evidence for (once each)
         self.free: set[str] = set()  # sources the loop has asked for free drafts (observe_free): a lookup each
+        # (and, restored, those an earlier process asked)
 
     def source(self, name: str) -> SourceCosts:
         costs = self.sources.get(name)
@@ -295,7 +296,8 @@ class CostModel:
         """What this model has learned, as plain JSON (persisted per pair and device by the callers)."""
         return {"decay": self.decay, "verify": {str(n): d.to_json() for n, d in self.verify.items()},
                 "seen_widths": sorted(self.seen_widths), "overhead": self.overhead.to_json(),
-                "sources": {name: costs.to_json() for name, costs in self.sources.items()}}
+                "sources": {name: costs.to_json() for name, costs in self.sources.items()},
+                "free": sorted(self.free)}
 
     def restore(self, data: dict) -> None:
         """Take over what to_json saved: acceptance, draft costs and overhead. Pass times are taken
@@ -307,6 +309,11 @@ class CostModel:
         saved = Decayed.from_json(data["overhead"], decay)  # in place: other setups share this object
         self.overhead.weight, self.overhead.total = saved.weight, saved.total
         self.sources.update({name: SourceCosts.from_json(c, decay) for name, c in data["sources"].items()})
+        # Which sources are free, so that a new process's first round already prices them as free and
+        # restarts their reach (CostPolicy.depth_reach). Unsaved, its first round read prompt lookup's
+        # carried reach: on the Qwen pair, a retrieval answer's first round drafted a lookup of 13
+        # tokens on an alpha_1 of 0.37 (the deep positions learned on a summary that copied).
+        self.free |= set(data.get("free", ()))
 
     def observe(self, round: RoundEvent, source: str, free: Mapping[str, "Draft"] | None = None) -> None:
         """What the round showed: the drafting source's acceptance and cost (and its smaller nested

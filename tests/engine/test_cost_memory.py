@@ -8,6 +8,7 @@ from helpers import loaded, perturbed, tiny_model, word_tokenizer
 from specdec.engine import pair as pair_module
 from specdec.engine.config import Sampling, Speculation
 from specdec.engine.pair import COSTS_VERSION, Pair, Request
+from specdec.engine.drafters.base import Draft
 from specdec.engine.policy import CostModel, CostPolicy
 from specdec.engine.verify_costs import VerifyCosts
 
@@ -64,6 +65,28 @@ def test_a_new_pair_starts_from_what_the_last_one_learned(models, tmp_path, monk
     # No measuring round: the restored draft cost and the seeded table let it choose at once.
     first_round = next(iter(second.speculative(REQUEST)))
     assert "measuring" not in first_round.reason
+
+
+def test_a_new_process_knows_which_sources_are_free():
+    """A free source (prompt lookup) is known as free from a new process's first round, before the
+    loop has asked it for a free draft: it needs no measuring round and its reach restarts on the new
+    text (4), not the depth its earlier rounds reached (here 12, so 24)."""
+    learned = CostModel()
+    learned.seed_verify(TABLE)
+    learned.observe_free({"prompt-lookup": Draft([5, 6, 7], None)}, [5])
+    for _ in range(4):
+        learned.source("prompt-lookup").observe(12, 12, None)
+    restored = CostModel()
+    restored.restore(json.loads(json.dumps(learned.to_json())))
+    restored.start_request()
+    assert restored.free == {"prompt-lookup"}
+    policy = CostPolicy(32, restored)
+    assert policy.depth_reach("prompt-lookup") == CostPolicy.MIN_REACH
+    assert "measuring" not in policy.choose(["prompt-lookup"]).reason
+    forgot = CostModel()  # a file without the free sources: the reach its rounds reached
+    forgot.restore({**learned.to_json(), "free": []})
+    forgot.start_request()
+    assert CostPolicy(32, forgot).depth_reach("prompt-lookup") == 24
 
 
 @pytest.mark.parametrize("spoil", ["another machine", "another version", "broken"])
