@@ -11,8 +11,8 @@ k = 0 is a plain decode step, E(0) / T(0) = 1 / (v(1) + o), and wins whenever no
 Position-wise alpha_j follows a draft whose agreement falls with depth; the table v(n) follows a
 device on which verifying 5 tokens can cost less than verifying 3. alpha_j is shrunk towards a
 prior, so one lucky round cannot promise k = 16, and a pass may be at most 2 wider than the widest
-measured. alpha_1 is a Thompson draw from its posterior each round (CostPolicy): a source is drafted
-in proportion to the chance that it is the best, plain decoding included.
+measured. alpha_1 is a Thompson draw from its posterior each round, no lower than its mean (CostPolicy):
+a source is drafted in proportion to the chance that it is the best, plain decoding included.
 
 Evidence is of this text. Acceptance depends on the text, so a new request keeps what others
 taught as a prior of at most CARRIED_EVIDENCE observations, and evidence ages in rounds that did
@@ -272,6 +272,14 @@ class CostModel:
         self.observed: set[str] = set()  # the sources the last round was evidence for (once each)
         self.free: set[str] = set()  # sources the loop has asked for free drafts (observe_free): a lookup each
         # (and, restored, those an earlier process asked)
+
+    def is_free(self, source: str) -> bool:
+        """Whether source is drafted by a free drafter: one the loop has asked for a free draft, in any
+        case or budget (its smaller trees and its other case cost no model pass either; counted only
+        by name, token recycling's three smaller trees and its table case each took a measuring
+        round in a fresh process)."""
+        drafter = Source(source).drafter
+        return any(Source(name).drafter == drafter for name in self.free)
 
     def source(self, name: str) -> SourceCosts:
         costs = self.sources.get(name)
@@ -543,6 +551,8 @@ class CostPolicy:
     conversation: 4 of 4, then 0, 0) was judged below plain decoding at once and the probes went to thinly measured free sources
     instead, so whole answers ran as plain decoding beside a draft accepted ~80% of the time
     (docs/auto-notes.md). Draws come from the policy's own seeded generator, never the sampler's.
+    Draws are optimistic (draw_alpha_1): none below its posterior mean, since a low draw of the best
+    source hands a round away and learns nothing about the rival that gets it.
 
     Reach. A source drafts at most twice as deep as its rounds have been tested (a tree: on this
     request's text), and at least MIN_REACH (geometric widening: each round that reaches its depth doubles what
@@ -569,7 +579,7 @@ class CostPolicy:
         # 1. Learn before judging: each model source's draft cost, then the plain step's pass time. A
         #    free source needs no measuring round: its acceptance at position 1 is judged every round
         #    (observe_free) and its draft is a lookup, priced at nothing until its own rounds time it.
-        unmeasured = [s for s in sources if self.costs.source(s).draft.mean is None and s not in self.costs.free]
+        unmeasured = [s for s in sources if self.costs.source(s).draft.mean is None and not self.costs.is_free(s)]
         if unmeasured:
             # A first draft as deep as the reach allows (MIN_REACH): it measures the cost per token
             # as one token would, and the acceptance at every position up to it. A one-token
@@ -646,7 +656,7 @@ class CostPolicy:
         (confidence.StopRule), and restarting it from MIN_REACH cost the copying answers (RAG,
         summaries) the long first drafts that pay."""
         costs = self.costs.source(source)
-        this_text = tree_budget(source) is not None or source in self.costs.free
+        this_text = tree_budget(source) is not None or self.costs.is_free(source)
         return max(self.MIN_REACH, 2 * (costs.request_depth if this_text else costs.tested_depth))
 
     def stop_rule(self, source: str, horizon: int) -> StopRule | None:

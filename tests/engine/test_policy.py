@@ -280,6 +280,20 @@ def test_free_sources_need_no_measuring_round():
     assert "measuring" not in policy.choose([LOOKUP, MODEL]).reason
 
 
+def test_every_tree_and_case_of_a_free_drafter_is_free():
+    """Token recycling's free draft is its biggest tree in the round's case; its smaller trees and its
+    other case are just as free (no model pass): none of them takes a measuring round."""
+    from specdec.engine.drafters.base import Draft
+    policy = CostPolicy(k_max=8)
+    recycling = ["recycling:16", "recycling:8", "recycling:4", "recycling/table:8"]
+    policy.costs.observe_free({"recycling:16": Draft([4, 5], None)}, [4, 6])
+    policy.costs.learn_pass(1, 1.0)
+    choice = policy.choose(recycling)
+    assert "measuring" not in choice.reason
+    assert "measuring" in policy.choose(recycling + [MODEL]).reason  # a model source still is measured
+    assert not policy.costs.is_free(MODEL) and policy.costs.is_free("recycling/table:2")
+
+
 def test_sources_are_judged_on_their_own_evidence():
     v = {n: 1.0 + 0.1 * (n - 1) for n in range(1, 10)}
     costs = teach(v, c=0.3, alpha=0.2, depth=4, source=MODEL)
