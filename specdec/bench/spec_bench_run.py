@@ -160,6 +160,7 @@ def run(args, pair: Pair, log) -> dict:
     for method in lanes:  # one-time costs (kernels, the verify-cost table) off the clock
         if not method.peer:
             pair.warm_up(request_for(method, pair, replace(base, prompt=questions[0].turns[0])))
+    log(f"the cost policy's saved costs ({pair.costs_file}): {pair.costs_status}")
     answers, tables = [], {}  # each lane's recycling table, warming over the run (answer_question)
     for number, question in enumerate(questions, 1):
         log(f"[{number}/{len(questions)}] {question.id} ({question.category}, {len(question.turns)} turns)")
@@ -176,7 +177,8 @@ def meta(args, pair: Pair, questions: list[spec_bench.Question], sampling: Sampl
             "max_new_tokens": args.max_new_tokens or 128, "temperature": sampling.temperature,
             "target": pair.target.name, "draft": pair.draft.name if pair.draft else None,
             "draft_quantize": pair.draft.quantize if pair.draft else None, "dtype": str(pair.target.dtype),
-            "engine": pair.target.engine, "device": str(pair.target.device)}
+            "engine": pair.target.engine, "device": str(pair.target.device),
+            "saved_costs": pair.costs_status}  # whether the cost policy started from an earlier run's
 
 
 def caption(meta: dict) -> str:

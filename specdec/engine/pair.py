@@ -84,6 +84,7 @@ class Pair:
         # cost policy's prior (verify_costs.py), and what the app and the bench show.
         self.verify_costs: VerifyCosts | None = None
         self.costs_file: Path | None = None  # where the cost models persist between processes (remember_costs)
+        self.costs_status = "none saved"  # what restoring them did (restore_costs)
         # Token recycling's table of the target's next-token candidates: the pair's, so it warms up
         # over every request (drafters/recycling.py); made on first use.
         self._recycling_table: AdjacencyTable | None = None
@@ -264,15 +265,25 @@ class Pair:
             self.restore_costs()
 
     def restore_costs(self) -> bool:
+        """Take over the saved cost models where they apply; self.costs_status says what happened
+        (a benchmark reports it: a run that started cold is not one that started from saved costs)."""
+        self.costs_status = self._restore_costs()
+        return self.costs_status == "restored"
+
+    def _restore_costs(self) -> str:
         try:
             data = json.loads(self.costs_file.read_text()) if self.costs_file else None
+        except FileNotFoundError:
+            return "none saved"
         except (OSError, ValueError):
-            return False
-        if not isinstance(data, dict) or data.get("version") != COSTS_VERSION or self.verify_costs is None:
-            return False
+            return "unreadable"
+        if not isinstance(data, dict) or data.get("version") != COSTS_VERSION:
+            return "another version" if isinstance(data, dict) else "none saved"
+        if self.verify_costs is None:
+            return "not yet: no verify-cost table measured"
         try:
             if not VerifyCosts.from_json(data["verify_costs"]).agrees_with(self.verify_costs):
-                return False
+                return "ignored: the verify-cost table disagrees (another machine or load)"
             for key, saved in data["costs"].items():
                 model = self.costs.get(key)
                 if model is None:
@@ -280,8 +291,8 @@ class Pair:
                     model = self.costs[key] = shared.sharing_passes() if shared else CostModel()
                 model.restore(saved)
         except (KeyError, TypeError, ValueError):
-            return False
-        return True
+            return "unreadable"
+        return "restored"
 
     def save_costs(self) -> None:
         if self.costs_file is None or self.verify_costs is None:

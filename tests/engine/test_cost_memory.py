@@ -57,6 +57,7 @@ def test_a_new_pair_starts_from_what_the_last_one_learned(models, tmp_path, monk
     second = new_pair(models, monkeypatch=monkeypatch)
     second.remember_costs(path)
     second.warm_up(REQUEST)
+    assert second.costs_status == "restored"
     fresh = new_pair(models, monkeypatch=monkeypatch)
     fresh.warm_up(REQUEST)
     # What the first learned, position by position, not what a warm-up alone teaches.
@@ -108,6 +109,9 @@ def test_costs_from_elsewhere_are_ignored(models, tmp_path, monkeypatch, spoil):
     second.warm_up(REQUEST)
     fresh.warm_up(REQUEST)
     assert evidence(second) == evidence(fresh)  # only what its own warm-up showed it
+    expected = {"another machine": "the verify-cost table disagrees", "another version": "another version",
+                "broken": "unreadable"}[spoil]
+    assert expected in second.costs_status and fresh.costs_status == "none saved"
 
 
 def evidence(pair):
