@@ -56,6 +56,7 @@ def timed_turn(pair: Pair, method: Method | None, request: Request, table: Adjac
     clock, ids = Clock(pair.target.device), pair.prompt_ids(request)
     if method is not None and method.peer:
         return _peer_turn(pair, request, ids, clock)
+    rounds = None
     start = clock.now()
     if method is None:
         tokens, passes = [e.token for e in pair.standard(request, ids)], None
@@ -64,7 +65,9 @@ def timed_turn(pair: Pair, method: Method | None, request: Request, table: Adjac
             rounds = list(pair.speculative(request_for(method, pair, request), ids))
         tokens, passes = [t for r in rounds for t in r.tokens], [len(r.tokens) for r in rounds]
     seconds = clock.now() - start
-    return {"new_tokens": len(tokens), "seconds": seconds, "accept_lengths": passes}, tokens
+    # Who drafted each round and how many tokens (auto's choices), read off the clock.
+    drafts = None if rounds is None else [f"{r.source}:{len(r.drafted)}" if r.drafted else "plain" for r in rounds]
+    return {"new_tokens": len(tokens), "seconds": seconds, "accept_lengths": passes, "drafts": drafts}, tokens
 
 
 def _peer_turn(pair: Pair, request: Request, ids: list[int], clock: Clock) -> tuple[dict, list[int]]:
@@ -141,7 +144,8 @@ def median_run(runs: list[dict]) -> dict:
     """One turn's repeats as one: the run of median seconds (the lower middle of an even count), with
     every repeat kept beside it (its seconds and tokens per pass) for the spread."""
     middle = sorted(runs, key=lambda run: run["seconds"])[(len(runs) - 1) // 2]
-    return {**middle, "repeats": [{"seconds": run["seconds"], "accept_lengths": run["accept_lengths"]} for run in runs]}
+    return {**middle, "repeats": [{"seconds": run["seconds"], "accept_lengths": run["accept_lengths"],
+                                   "drafts": run.get("drafts")} for run in runs]}
 
 
 def run(args, pair: Pair, log) -> dict:

@@ -307,16 +307,23 @@ class CostModel:
                 "sources": {name: costs.to_json() for name, costs in self.sources.items()},
                 "free": sorted(self.free)}
 
-    def restore(self, data: dict) -> None:
+    def restore(self, data: dict, timings: bool = True) -> None:
         """Take over what to_json saved: acceptance, draft costs and overhead. Pass times are taken
-        only for widths this model has not measured itself (its own warm-up table is fresher)."""
+        only for widths this model has not measured itself (its own warm-up table is fresher).
+        timings=False takes the acceptance only (by position, by confidence, trees' widths): what
+        the pair and the text decide, not the machine, for a process whose verify-cost table says
+        the machine or its load has changed; its draft costs and pass times are then measured anew."""
         decay = self.decay
-        for width, value in data["verify"].items():
-            self.verify.setdefault(int(width), Decayed.from_json(value, decay))
-        self.seen_widths |= set(data["seen_widths"])
-        saved = Decayed.from_json(data["overhead"], decay)  # in place: other setups share this object
-        self.overhead.weight, self.overhead.total = saved.weight, saved.total
-        self.sources.update({name: SourceCosts.from_json(c, decay) for name, c in data["sources"].items()})
+        if timings:
+            for width, value in data["verify"].items():
+                self.verify.setdefault(int(width), Decayed.from_json(value, decay))
+            self.seen_widths |= set(data["seen_widths"])
+            saved = Decayed.from_json(data["overhead"], decay)  # in place: other setups share this object
+            self.overhead.weight, self.overhead.total = saved.weight, saved.total
+        for name, saved_costs in data["sources"].items():
+            costs = self.sources[name] = SourceCosts.from_json(saved_costs, decay)
+            if not timings:
+                costs.draft = Decayed(decay)
         # Which sources are free, so that a new process's first round already prices them as free and
         # restarts their reach (CostPolicy.depth_reach). Unsaved, its first round read prompt lookup's
         # carried reach: on the Qwen pair, a retrieval answer's first round drafted a lookup of 13

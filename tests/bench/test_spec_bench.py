@@ -111,6 +111,10 @@ def test_repeats_are_interleaved_and_each_starts_from_what_the_lanes_knew_before
     for turn in recycling["turns"]:
         first, second = (r["accept_lengths"] for r in turn["repeats"])
         assert first == second
+        # Each round's drafter and draft size, one a round, as the tokens per pass are.
+        for repeat in turn["repeats"]:
+            assert len(repeat["drafts"]) == len(repeat["accept_lengths"])
+            assert all(d == "plain" or d.startswith("recycling") for d in repeat["drafts"])
     # Without the restore the second repeat reads the first's answer from the table.
     table = pair.new_recycling_table()
     request = replace(base, prompt=question.turns[0])
