@@ -50,8 +50,8 @@ from typing import Callable, Sequence
 
 # The calibration's bins: the lower edge of each. Tenths up to 0.9, then finer, because the top decile
 # decides long drafts: a draft's chance of surviving j tokens is the product of their a(c), and on the
-# Qwen pair (the 0.5B draft at k = 12 on the Spec-Bench sample, 1,400 tested positions) tokens at
-# confidence 0.90-0.98 were kept 96% of the time and the 371 at 0.98 or more every time. One bin
+# Qwen pair (the 0.5B draft at k = 12 on the Spec-Bench sample, 1,042 tested positions) tokens at
+# confidence 0.90-0.98 were kept 96% of the time and the 372 at 0.98 or more every time. One bin
 # [0.9, 1] read 0.96 for both, so twelve copied tokens at 0.999 survived 0.96^12 = 0.61 by the rule's
 # reckoning, against about 1: drafts on text that copies (retrieval, summaries) stopped at 4-7 tokens,
 # all accepted, where transformers' fixed 0.4 threshold drafts on to 20.
