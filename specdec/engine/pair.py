@@ -264,11 +264,10 @@ class Pair:
         if self.verify_costs is not None:
             self.restore_costs()
 
-    def restore_costs(self) -> bool:
+    def restore_costs(self) -> None:
         """Take over the saved cost models where they apply; self.costs_status says what happened
         (a benchmark reports it: a run that started cold is not one that started from saved costs)."""
         self.costs_status = self._restore_costs()
-        return self.costs_status == "restored" or self.costs_status.startswith("acceptance only")
 
     def _restore_costs(self) -> str:
         try:
@@ -277,8 +276,12 @@ class Pair:
             return "none saved"
         except (OSError, ValueError):
             return "unreadable"
-        if not isinstance(data, dict) or data.get("version") != COSTS_VERSION:
-            return "another version" if isinstance(data, dict) else "none saved"
+        if data is None:
+            return "none saved"
+        if not isinstance(data, dict):
+            return "unreadable"
+        if data.get("version") != COSTS_VERSION:
+            return "another version"
         if self.verify_costs is None:
             return "not yet: no verify-cost table measured"
         try:
