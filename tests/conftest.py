@@ -18,6 +18,13 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "browser: drives the app in headless Chromium")
 
 
+@pytest.fixture(autouse=True)
+def own_costs_folder(tmp_path_factory, monkeypatch):
+    """Each test's learned costs in a folder of its own, never the user's cache: a cost file left by
+    one test (or by a real run) would change what the next one's cost policy chooses."""
+    monkeypatch.setenv("SPECDEC_COSTS", str(tmp_path_factory.mktemp("costs")))
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """Tiny tensors gain nothing from intra-op threads; on a busy 2-core machine two threads wait on

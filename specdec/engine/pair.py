@@ -287,18 +287,28 @@ class Pair:
         try:
             # Another machine, or this one under another load (this 2-core host's step drifts by a
             # third within an hour), keeps the acceptance, which the pair and the text decide, and
-            # measures its draft costs and pass times anew. (Ignoring the whole file, the last two
-            # Spec-Bench runs of a session started cold.)
-            timings = VerifyCosts.from_json(data["verify_costs"]).agrees_with(self.verify_costs)
+            # takes its pass times from its own table. Its draft costs start from the saved ones
+            # scaled by how much slower or faster a step now runs, where that is within a factor
+            # of 2 (the same kind of machine: the draft shares its cores and memory with the
+            # target), else they are measured anew. (Ignoring the whole file, two Spec-Bench runs
+            # started cold; resetting the draft costs cost two measuring rounds a model source.)
+            saved_table = VerifyCosts.from_json(data["verify_costs"])
+            timings = saved_table.agrees_with(self.verify_costs)
+            scale = None if timings else saved_table.speed_ratio(self.verify_costs)
             for key, saved in data["costs"].items():
                 model = self.costs.get(key)
                 if model is None:
                     shared = next(iter(self.costs.values()), None)
                     model = self.costs[key] = shared.sharing_passes() if shared else CostModel()
-                model.restore(saved, timings)
-        except (KeyError, TypeError, ValueError):
+                model.restore(saved, timings, scale)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
             return "unreadable"
-        return "restored" if timings else "acceptance only: the verify-cost table disagrees (another machine or load)"
+        if timings:
+            return "restored"
+        disagrees = "the verify-cost table disagrees (another machine or load)"
+        if scale is None:
+            return f"acceptance only: {disagrees}"
+        return f"acceptance, and draft costs scaled by {scale:.2f}: {disagrees}"
 
     def save_costs(self) -> None:
         if self.costs_file is None or self.verify_costs is None:

@@ -11,8 +11,9 @@ k = 0 is a plain decode step, E(0) / T(0) = 1 / (v(1) + o), and wins whenever no
 Position-wise alpha_j follows a draft whose agreement falls with depth; the table v(n) follows a
 device on which verifying 5 tokens can cost less than verifying 3. alpha_j is shrunk towards a
 prior, so one lucky round cannot promise k = 16, and a pass may be at most 2 wider than the widest
-measured. alpha_1 is a Thompson draw from its posterior each round, no lower than its mean (CostPolicy):
-a source is drafted in proportion to the chance that it is the best, plain decoding included.
+measured. alpha_1 is a Thompson draw from its posterior each round, no lower than its mean (CostPolicy;
+a free source's, measured every round anyway, is its mean): a source is drafted in proportion to the
+chance that it is the best, plain decoding included.
 
 Evidence is of this text. Acceptance depends on the text, so a new request keeps what others
 taught as a prior of at most CARRIED_EVIDENCE observations, and evidence ages in rounds that did
@@ -261,6 +262,11 @@ class CostModel:
     one-time costs (kernel selection, allocator growth), so neither is learned from."""
 
     PASS_PRIOR = 3.0  # passes a warm-up or interpolated pass time counts as (learn_pass)
+    # Observations a saved draft cost, scaled to a machine that runs slower or faster, counts as
+    # (restore): enough to price the source at once, so it takes no measuring round (a fresh draft
+    # cost cost the Qwen pair's draft model two rounds at k = 4 and the draft tree one on a RAG
+    # answer of three rounds); little enough that its first real round halves the guess's say.
+    SCALED_DRAFT_WEIGHT = 1.0
     OUTLIER = 1.5  # the most one pass counts for, as a multiple of the estimate so far
 
     def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
@@ -307,12 +313,14 @@ class CostModel:
                 "sources": {name: costs.to_json() for name, costs in self.sources.items()},
                 "free": sorted(self.free)}
 
-    def restore(self, data: dict, timings: bool = True) -> None:
+    def restore(self, data: dict, timings: bool = True, draft_scale: float | None = None) -> None:
         """Take over what to_json saved: acceptance, draft costs and overhead. Pass times are taken
         only for widths this model has not measured itself (its own warm-up table is fresher).
         timings=False takes the acceptance only (by position, by confidence, trees' widths): what
         the pair and the text decide, not the machine, for a process whose verify-cost table says
-        the machine or its load has changed; its draft costs and pass times are then measured anew."""
+        the machine or its load has changed; its pass times are then its own table's, and its draft
+        costs are measured anew, or, given draft_scale (this machine's step over the saved one's),
+        start as the saved ones scaled by it, worth one observation (SCALED_DRAFT_WEIGHT)."""
         decay = self.decay
         if timings:
             for width, value in data["verify"].items():
@@ -323,7 +331,7 @@ class CostModel:
         for name, saved_costs in data["sources"].items():
             costs = self.sources[name] = SourceCosts.from_json(saved_costs, decay)
             if not timings:
-                costs.draft = Decayed(decay)
+                costs.draft = scaled(costs.draft, draft_scale, self.SCALED_DRAFT_WEIGHT)
         # Which sources are free, so that a new process's first round already prices them as free and
         # restarts their reach (CostPolicy.depth_reach). Unsaved, its first round read prompt lookup's
         # carried reach: on the Qwen pair, a retrieval answer's first round drafted a lookup of 13
@@ -509,6 +517,14 @@ class CostModel:
         return self.source(source).draw_alpha(1, (self.prior_alpha, self.prior_weight), rng)
 
 
+def scaled(saved: Decayed, scale: float | None, weight: float) -> Decayed:
+    """saved's mean times scale, worth at most weight observations; nothing known without a scale."""
+    out = Decayed(saved.decay)
+    if scale is not None and saved.mean is not None:
+        out.add(saved.mean * scale, min(weight, saved.weight))
+    return out
+
+
 def _smaller_nested(name: str, bigger: str, draft: "Draft | None") -> bool:
     """Whether source `name` is a smaller budget of the same tree drafter in the same case as
     `bigger`, whose nested tree stands for it (draft: the bigger's draft, when it says whether it is nested)."""
@@ -574,6 +590,7 @@ class CostPolicy:
     MIN_CALIBRATION = 8
     MIN_REACH = 4
     OPTIMISTIC = True  # draws no lower than the posterior mean (draw_alpha_1)
+    FREE_AT_MEAN = True  # a free source's alpha_1 at its posterior mean, never drawn (draw_alpha_1)
 
     def __init__(self, k_max: int, costs: CostModel | None = None, seed: int = 0):
         self.k_max = k_max
@@ -622,9 +639,17 @@ class CostPolicy:
         (decay 0.9, CARRIED_EVIDENCE), so the posteriors never narrow, and plain Thompson kept
         handing a share of rounds to sources a third slower on the evidence (the Qwen pair on a
         retrieval answer: a 16-node draft tree at 1.77x plain decoding over the draft model at
-        2.55x). A rival is still tried in proportion to the chance its draw beats the best's mean."""
+        2.55x). A rival is still tried in proportion to the chance its draw beats the best's mean.
+        A free source (FREE_AT_MEAN) takes its mean: its alpha_1 is judged every round whoever
+        drafts (CostModel.observe_free), so a draw of it explores nothing and only hands rounds to
+        it by chance (the Qwen pair on a role-play answer: 30 of 66 rounds went to token recycling's
+        trees at 1.4 tokens a pass beside the draft model's 2.5; interleaved A/B, neutral within the
+        noise: docs/bench-auto/free_at_mean_ab.txt, 1.000 cold / 1.008 warm)."""
+        mean = self.costs.position_alphas(source, 1)[0]
+        if self.FREE_AT_MEAN and self.costs.is_free(source):
+            return mean
         draw = self.costs.draw_alpha_1(source, self.rng)
-        return max(draw, self.costs.position_alphas(source, 1)[0]) if self.OPTIMISTIC else draw
+        return max(draw, mean) if self.OPTIMISTIC else draw
 
     def draft_choice(self, source: str, k: int, gain: float, reach: int, why: str) -> Choice:
         """Draft k from source; a source whose confidence is calibrated drafts up to its reach instead

@@ -133,7 +133,8 @@ def apply_engine(model: torch.nn.Module, engine: str, device: torch.device, dtyp
 
 def costs_file(target: Loaded, draft: Loaded | None = None) -> Path:
     """Where a pair's learned costs persist (Pair.remember_costs): one JSON file per target, draft,
-    draft quantisation, device, dtype and engine, under the cache folder."""
+    draft quantisation, device, dtype and engine, in $SPECDEC_COSTS if set (the test suite's own
+    folder), else under the cache folder."""
     import hashlib
 
     from .offline import cache_dir
@@ -142,7 +143,8 @@ def costs_file(target: Loaded, draft: Loaded | None = None) -> Path:
     parts += [draft.name, draft.quantize, draft.engine] if draft is not None else ["no draft"]
     digest = hashlib.sha1("|".join(map(str, parts)).encode()).hexdigest()[:16]
     stem = "".join(ch if ch.isalnum() or ch in "-." else "-" for ch in Path(target.name).name)[:40]
-    return cache_dir() / "costs" / f"{stem}-{digest}.json"
+    folder = Path(os.environ["SPECDEC_COSTS"]) if os.environ.get("SPECDEC_COSTS") else cache_dir() / "costs"
+    return folder / f"{stem}-{digest}.json"
 
 
 QUANTIZE = ("int8",)

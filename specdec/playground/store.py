@@ -18,7 +18,7 @@ import torch
 
 from ..engine.pair import Pair
 from ..engine.loaded import Loaded, TokenizerMismatch, check_tokenizers
-from ..models.loading import load_model
+from ..models.loading import costs_file, load_model
 
 DEVICE_LOCK = threading.RLock()
 Log = Callable[[str], None]
@@ -148,6 +148,9 @@ class ModelStore:
             target_model = self.model(target, log, keep=(draft,) if draft else ())
             draft_model = self.model(draft, log, keep=(target,)) if draft else None
             pair = Pair(target_model, draft_model)
+            # auto starts from what earlier processes learned on this pair and device (a restarted
+            # Space included), as the CLI and the bench do, and leaves what it learns for the next.
+            pair.remember_costs(costs_file(target_model, draft_model))
             self._pairs[key] = pair
             return pair
 

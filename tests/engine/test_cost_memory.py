@@ -91,8 +91,8 @@ def test_a_new_process_knows_which_sources_are_free():
 
 
 def test_another_machine_keeps_the_acceptance_and_measures_its_timings(models, tmp_path, monkeypatch):
-    """A verify-cost table that disagrees (every pass three times slower: another machine, or this
-    one under another load) takes over what the pair and the text decided, acceptance by position,
+    """A verify-cost table that disagrees by more than a factor of 2 (every pass three times slower:
+    another kind of machine) takes over what the pair and the text decided, acceptance by position,
     and none of the timings: the draft's cost is measured again."""
     path = tmp_path / "costs.json"
     first = new_pair(models, monkeypatch=monkeypatch)
@@ -110,6 +110,34 @@ def test_another_machine_keeps_the_acceptance_and_measures_its_timings(models, t
     assert model.source("draft-model").draft.mean is None  # its cost per token: to be measured here
     assert model.pass_seconds(1) == pytest.approx(slower.seconds[0])  # its own table, not the saved one
     assert "measuring" in next(iter(second.speculative(REQUEST))).reason
+
+
+def test_a_slower_run_of_the_same_machine_scales_the_saved_draft_costs(models, tmp_path, monkeypatch):
+    """A table that disagrees by a factor within 2 (the 2-core host under another load, or an AVX2
+    host beside an AVX-512 one) is the same kind of machine: the saved draft cost, scaled by how much
+    slower a step runs, prices the draft model at once, worth one observation, so no round is spent
+    measuring it; its acceptance is the saved one, its pass times its own table's."""
+    path = tmp_path / "costs.json"
+    first = new_pair(models, monkeypatch=monkeypatch)
+    first.remember_costs(path)
+    first.warm_up(REQUEST)
+    list(first.speculative(REQUEST))
+    saved = json.loads(path.read_text())["costs"][first.setup_key(REQUEST)]["sources"]["draft-model"]["draft"]
+    slower = VerifyCosts(TABLE.widths, tuple(1.35 * s for s in TABLE.seconds), 8)
+    second = new_pair(models, slower, monkeypatch)
+    second.remember_costs(path)
+    second.warm_up(REQUEST)
+    assert second.costs_status.startswith("acceptance, and draft costs scaled by 1.35") and "disagrees" in second.costs_status
+    draft = second.cost_model(REQUEST).source("draft-model").draft
+    assert draft.mean == pytest.approx(1.35 * saved[1] / saved[0]) and draft.weight == pytest.approx(CostModel.SCALED_DRAFT_WEIGHT)
+    assert second.cost_model(REQUEST).pass_seconds(1) == pytest.approx(slower.seconds[0])
+    assert "measuring" not in next(iter(second.speculative(REQUEST))).reason
+
+
+def test_a_speed_ratio_counts_only_within_a_factor():
+    assert TABLE.speed_ratio(VerifyCosts(TABLE.widths, tuple(1.5 * s for s in TABLE.seconds), 8)) == pytest.approx(1.5)
+    assert TABLE.speed_ratio(VerifyCosts(TABLE.widths, tuple(s / 1.9 for s in TABLE.seconds), 8)) == pytest.approx(1 / 1.9)
+    assert TABLE.speed_ratio(VerifyCosts(TABLE.widths, tuple(3 * s for s in TABLE.seconds), 8)) is None
 
 
 @pytest.mark.parametrize("spoil", ["another version", "broken"])

@@ -485,3 +485,26 @@ def test_draws_below_the_mean_hand_no_rounds_away(monkeypatch):
         rival[optimistic] = sum(policy.choose([LOOKUP, MODEL]).source == LOOKUP for _ in range(1000)) / 1000
     assert max(policy.rates(MODEL)) > max(policy.rates(LOOKUP))  # the model is the best on the evidence
     assert 0.0 < rival[True] < rival[False] / 3 and rival[False] > 0.1
+
+
+def test_a_free_source_is_priced_at_its_mean(monkeypatch):
+    """A free source's alpha_1 is measured every round whoever drafts (observe_free), so a draw of it
+    explores nothing: the setup of the test above, the lookup now known as free, gets no round from
+    its draws, and every round where its evidence is the best."""
+    v = {n: 1.0 + 0.05 * (n - 1) for n in range(1, 18)}
+    costs = teach(v, c=0.0, alpha=0.65, depth=4, source=LOOKUP)
+    costs.sources[MODEL] = teach(v, c=0.04, alpha=0.8, depth=4).sources[MODEL]
+    costs.free.add(LOOKUP)
+    costs.start_request(evidence=10.0)
+    chosen = {}
+    for at_mean in (True, False):
+        monkeypatch.setattr(CostPolicy, "FREE_AT_MEAN", at_mean)
+        policy = CostPolicy(k_max=8, costs=costs)
+        chosen[at_mean] = sum(policy.choose([LOOKUP, MODEL]).source == LOOKUP for _ in range(1000))
+    assert chosen[True] == 0 < chosen[False]
+    costs.sources[MODEL] = teach(v, c=0.04, alpha=0.55, depth=4).sources[MODEL]  # now the lookup is best
+    costs.start_request(evidence=10.0)
+    monkeypatch.setattr(CostPolicy, "FREE_AT_MEAN", True)
+    policy = CostPolicy(k_max=8, costs=costs)
+    assert max(policy.rates(LOOKUP)) > max(policy.rates(MODEL))
+    assert 900 < sum(policy.choose([LOOKUP, MODEL]).source == LOOKUP for _ in range(1000)) < 1000

@@ -174,6 +174,7 @@ def test_each_setup_remembers_its_costs_in_its_own_file(llama, monkeypatch, tmp_
     from specdec.engine.loaded import Loaded
 
     monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path))
+    monkeypatch.delenv("SPECDEC_COSTS")  # (the suite's own folder: conftest)
     cpu = torch.device("cpu")
     target = Loaded("org/model", llama, None, cpu, torch.float32, "fast")
     draft = Loaded("draft", llama, None, cpu, torch.float32, "eager", "int8")
@@ -182,3 +183,6 @@ def test_each_setup_remembers_its_costs_in_its_own_file(llama, monkeypatch, tmp_
              loading.costs_file(Loaded("org/model", llama, None, cpu, torch.float32, "eager"), draft)}
     assert len(files) == 4 and all(f.parent == tmp_path / "costs" and f.name.startswith("model-") for f in files)
     assert loading.costs_file(target, draft) == loading.costs_file(target, draft)
+    name = loading.costs_file(target, draft).name
+    monkeypatch.setenv("SPECDEC_COSTS", str(tmp_path / "elsewhere"))  # a folder of their own, named
+    assert loading.costs_file(target, draft) == tmp_path / "elsewhere" / name

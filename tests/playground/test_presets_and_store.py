@@ -118,6 +118,32 @@ def test_out_of_memory_while_loading_is_not_a_load_error_and_frees(monkeypatch):
     assert emptied
 
 
+def test_the_apps_pairs_remember_what_auto_learned_across_processes(monkeypatch, tmp_path):
+    """A restarted app (a new store) starts auto from what the last one learned on the same pair and
+    device, as the CLI and the bench do, and each pair keeps its own file."""
+    from helpers import loaded, perturbed, tiny_model, word_tokenizer
+    from specdec.engine.config import Speculation
+    from specdec.engine.pair import Request
+
+    monkeypatch.setenv("SPECDEC_COSTS", str(tmp_path))
+    target, tokenizer = tiny_model("llama", seed=7), word_tokenizer(96)
+    models = {"t": loaded(target, tokenizer, "t"), "d": loaded(perturbed(target, 0.02), tokenizer, "d")}
+    loader = lambda spec, **kwargs: models[spec]  # noqa: E731
+    request = Request("w5 w9 w14 w5 w9 w14 w22", max_new_tokens=16, raw=True, drafter="draft-model",
+                      spec=Speculation(k=4, policy="cost"))
+    first = ModelStore(loader=loader, hub_probe=lambda: True).pair("t", "d", print)
+    assert first.costs_file.parent == tmp_path
+    first.warm_up(request)
+    list(first.speculative(request))
+    assert first.costs_file.exists() and first.costs_status == "none saved"
+    second = ModelStore(loader=loader, hub_probe=lambda: True).pair("t", "d", print)
+    second.warm_up(request)
+    # (all of it, or the acceptance only where the tiny model's table timed differently this time)
+    assert second.costs_status == "restored" or second.costs_status.startswith("acceptance")
+    assert second.costs_file == first.costs_file
+    assert ModelStore(loader=loader, hub_probe=lambda: True).pair("t", None, print).costs_file != first.costs_file
+
+
 def test_unreachable_hub_is_reported_without_trying_to_load():
     store = ModelStore(loader=lambda spec, **kw: pytest.fail("must not load"), hub_probe=lambda: False)
     with pytest.raises(LoadError, match="Hub is unreachable"):
