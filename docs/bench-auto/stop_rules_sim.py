@@ -1,0 +1,162 @@
+"""Stop rules for a model draft, compared without timing noise: transformers' fixed confidence stop
+(0.4 by default), fixed k, and the cost policy's stop rule (confidence.StopRule), on what the int8
+Qwen2.5-Coder-0.5B draft would have drafted at every position of Qwen2.5-Coder-1.5B's greedy answers.
+
+Collect (about a minute a turn): for six turns of ab_session.py's session (four of prose, a reasoning
+and a coding answer), the target's greedy answer, and at each of its positions the draft's greedy
+20-token continuation with its confidences and how far it agrees with the answer; the verify-cost
+table and the draft's seconds per token as this machine measures them now. Simulate (instant): each
+rule drafts from the start of the answer, a round keeps the agreeing prefix of what it drafted plus
+one target token and costs J d + v(J + 1) + o (J drafted, o the policy's overhead), as specdec's
+rounds do; speedups are over plain decoding at v(1) + o a token. "lookahead (oracle)" is StopRule
+with its calibration and position alphas fitted on all six turns; "lookahead (online)" learns them
+round by round from nothing, turn after turn, as the policy does (capped at 32 / 8 observations at
+each new turn, shrunk as the code shrinks them), a lower bound on what a cold policy's draft model does.
+"survival" is the optimal-stopping rule that was tried and not kept (survival_rule_ab.py), with the
+oracle's calibration, against the rate the oracle look-ahead reached and 0.8 of it. Sources other than
+the draft model, and the policy's choice of k, are left out: this is the stop rule alone. The
+collected data is cached (DATA); delete it to collect again.
+
+    PYTHONPATH=. .venv/bin/python docs/bench-auto/stop_rules_sim.py > docs/bench-auto/stop_rules_sim.txt
+"""
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from ab_session import qwen_pair, session_turns  # noqa: E402
+from survival_rule_ab import SurvivalRule  # noqa: E402
+
+from specdec.engine.confidence import Calibration, StopRule  # noqa: E402
+from specdec.engine.kvcache import CachedModel  # noqa: E402
+from specdec.engine.policy import CARRIED_CALIBRATION, CARRIED_EVIDENCE, CostPolicy, interpolate  # noqa: E402
+from specdec.models.offline import cache_dir  # noqa: E402
+
+TURNS = ("specdec-000-t0", "specdec-002-t0", "specdec-004-t0", "specdec-012-t0", "specdec-014-t0", "specdec-008-t0")
+DEPTH = 20  # tokens drafted at each position, transformers' default num_assistant_tokens
+OVERHEAD = 0.001  # seconds of choosing a round (the policy's, measured at ~0.7 ms a round)
+DATA = cache_dir() / "stop_rules_sim.json"
+
+
+def collect() -> dict:
+    pair = qwen_pair()
+    turns = dict(session_turns(pair))
+    pair.warm_up(pair.auto(turns[TURNS[0]]))
+    draft = CachedModel(pair.draft.model, pair.vocab_size)
+    out = {"verify": dict(zip(pair.verify_costs.widths, pair.verify_costs.seconds)), "turns": {}}
+    draft_seconds, steps = 0.0, 0
+    for name in TURNS:
+        prompt = pair.prompt_ids(turns[name])
+        answer = [event.token for event in pair.standard(turns[name])]
+        rows = []
+        for i in range(len(answer)):
+            tokens, confidences = [], []
+            for _ in range(DEPTH):
+                start = time.perf_counter()
+                probs = torch.softmax(draft.logits(prompt + answer[:i] + tokens, 1)[0].float(), -1)
+                draft_seconds, steps = draft_seconds + time.perf_counter() - start, steps + 1
+                tokens.append(int(probs.argmax()))
+                confidences.append(float(probs[tokens[-1]]))
+            agree = 0
+            while agree < DEPTH and i + agree < len(answer) and tokens[agree] == answer[i + agree]:
+                agree += 1
+            rows.append({"agree": agree, "confidences": confidences})
+            draft.crop(len(prompt) + i)
+        out["turns"][name] = {"tokens": len(answer), "rows": rows}
+    out["draft_seconds"] = draft_seconds / steps
+    return out
+
+
+def simulate(turn: dict, keep_drafting, cost, learn=lambda confidences, accepted: None) -> tuple[float, float]:
+    """(seconds, rounds) of one answer drafted by a rule: keep_drafting(confidences) after each token."""
+    rows, n = turn["rows"], turn["tokens"]
+    i = seconds = rounds = 0
+    while i < n:
+        confidences = rows[i]["confidences"]
+        drafted = 1
+        while drafted < DEPTH and keep_drafting(confidences[:drafted]):
+            drafted += 1
+        accepted = min(drafted, rows[i]["agree"])
+        learn(confidences[:drafted], accepted)
+        i, rounds, seconds = i + accepted + 1, rounds + 1, seconds + cost(drafted)
+    return seconds, rounds
+
+
+class Evidence:
+    """A calibration and position alphas as the cost model keeps them (decayed, shrunk chain-wise)."""
+
+    def __init__(self, decay: float = 0.9):
+        self.decay = decay
+        self.calibration = Calibration(decay=0.97 if decay < 1 else 1.0)
+        self.kept = [[0.0, 0.0] for _ in range(DEPTH + 1)]  # per position: decayed (tested, kept)
+
+    def learn(self, confidences, accepted):
+        self.calibration.observe(confidences, accepted)
+        for j in range(1, min(len(confidences), accepted + 1) + 1):
+            tested, kept = self.kept[j]
+            self.kept[j] = [tested * self.decay + 1, kept * self.decay + (j <= accepted)]
+
+    def new_turn(self):
+        self.calibration.cap(CARRIED_CALIBRATION)
+        for counts in self.kept:
+            if counts[0] > CARRIED_EVIDENCE:
+                counts[:] = [CARRIED_EVIDENCE, counts[1] * CARRIED_EVIDENCE / counts[0]]
+
+    def rule(self, d, v):
+        alphas, prior = [], 0.5
+        for tested, kept in self.kept[1:]:
+            prior = (kept + prior * 2) / (tested + 2) if tested else prior
+            alphas.append(prior)
+        if self.calibration.evidence < CostPolicy.MIN_CALIBRATION:
+            return lambda confidences: len(confidences) < CostPolicy.MIN_REACH
+        rule = StopRule(lambda c: self.calibration.acceptance(c, alphas[0]), tuple(alphas), d, v, OVERHEAD, DEPTH)
+        return rule.keep_drafting
+
+
+def main() -> None:
+    data = json.loads(DATA.read_text()) if DATA.exists() else collect()
+    DATA.write_text(json.dumps(data))
+    known = sorted((int(n), s) for n, s in data["verify"].items())
+    v, d = (lambda n: interpolate(known, n)), data["draft_seconds"]
+    cost = lambda drafted: drafted * d + v(drafted + 1) + OVERHEAD  # noqa: E731
+    plain = v(1) + OVERHEAD
+    turns = data["turns"]
+    print(f"verify v(1..33): {', '.join(f'{n}: {s * 1e3:.0f} ms' for n, s in known)}; draft {d * 1e3:.1f} ms a token")
+    oracle = Evidence(decay=1.0)  # every position of every turn, undecayed
+    for turn in turns.values():
+        for row in turn["rows"]:
+            oracle.learn(row["confidences"][: min(row["agree"] + 1, DEPTH)], min(row["agree"], DEPTH))
+    rules = {f"k = {k}": (lambda k: lambda c: len(c) < k)(k) for k in (2, 3, 4, 6, 8)}
+    rules |= {f"stop below {t}": (lambda t: lambda c: c[-1] >= t)(t) for t in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)}
+    rules["lookahead (oracle)"] = oracle.rule(d, v)  # (last: its results give the survival rule's lam)
+    print(f"{'rule':20s}" + "".join(f"{name[8:]:>15s}" for name in turns) + "    all six   (speedup / tokens a round)")
+    for name, rule in rules.items():
+        results = {t: simulate(turns[t], rule, cost) for t in turns}
+        print_row(name, results, turns, plain)
+    # The optimal-stopping rule that was tried and not kept (survival_rule_ab.py), against the rate the
+    # oracle look-ahead reached (Dinkelbach's lam: the best rate there is, or near it).
+    rate = sum(turns[t]["tokens"] for t in turns) / sum(s for s, _ in results.values())
+    prior = oracle.kept[1][1] / oracle.kept[1][0]
+    for lam in (0.8 * rate, rate):
+        survival = SurvivalRule.solve(oracle.calibration, prior, d, v, DEPTH, lam)
+        print_row(f"survival (lam {lam:.1f})", {t: simulate(turns[t], survival.keep_drafting, cost) for t in turns},
+                  turns, plain)
+    online, results = Evidence(), {}
+    for t in turns:
+        online.new_turn()
+        results[t] = simulate(turns[t], lambda c: online.rule(d, v)(c), cost, online.learn)  # (rebuilt each
+        # token, as the evidence stands at the round's start: it learns only once the round is verified)
+    print_row("lookahead (online)", results, turns, plain)
+
+
+def print_row(name, results, turns, plain) -> None:
+    cells = "".join(f"{turns[t]['tokens'] * plain / s:9.2f}x/{turns[t]['tokens'] / r:4.1f}" for t, (s, r) in results.items())
+    total = sum(turns[t]["tokens"] for t in turns) * plain / sum(s for s, _ in results.values())
+    print(f"{name:20s}{cells}    {total:.3f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
