@@ -5,14 +5,7 @@ table; cold, then warm).
 
     PYTHONPATH=. .venv/bin/python docs/bench-auto/free_at_mean_ab.py > docs/bench-auto/free_at_mean_ab.txt
 """
-from ab_session import print_ratios, qwen_pair, run_lanes
-from specdec.engine import policy
+from ab_session import flag_ab
+from specdec.engine.policy import CostPolicy
 
-
-def switch(lane: str) -> None:
-    policy.CostPolicy.FREE_AT_MEAN = lane == "mean"
-
-
-pair = qwen_pair()
-passes = run_lanes(pair, {"mean": pair.auto, "drawn": pair.auto}, before=switch)
-print_ratios(passes, [("mean", "drawn")])
+flag_ab(CostPolicy, "FREE_AT_MEAN", {"mean": True, "drawn": False})

@@ -5,14 +5,7 @@ recycling table; cold, then warm).
 
     PYTHONPATH=. .venv/bin/python docs/bench-auto/optimistic_ab.py > docs/bench-auto/optimistic_ab.txt
 """
-from ab_session import print_ratios, qwen_pair, run_lanes
-from specdec.engine import policy
+from ab_session import flag_ab
+from specdec.engine.policy import CostPolicy
 
-
-def switch(lane: str) -> None:
-    policy.CostPolicy.OPTIMISTIC = lane == "optimistic"
-
-
-pair = qwen_pair()
-passes = run_lanes(pair, {"optimistic": pair.auto, "thompson": pair.auto}, before=switch)
-print_ratios(passes, [("optimistic", "thompson")])
+flag_ab(CostPolicy, "OPTIMISTIC", {"optimistic": True, "thompson": False})
