@@ -316,7 +316,12 @@ class Pair:
         data = {"version": COSTS_VERSION, "target": self.target.name, "draft": self.draft.name if self.draft else None,
                 "verify_costs": self.verify_costs.to_json(),
                 "costs": {key: costs.to_json() for key, costs in self.costs.items()}}
-        self.costs_file.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.costs_file.with_suffix(".tmp")
-        temporary.write_text(json.dumps(data))
-        temporary.replace(self.costs_file)  # whole or not at all, whatever else reads it
+        try:
+            self.costs_file.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self.costs_file.with_suffix(".tmp")
+            temporary.write_text(json.dumps(data))
+            temporary.replace(self.costs_file)  # whole or not at all, whatever else reads it
+        except OSError as error:
+            # A read-only or full disk (a Space without storage) costs the next process its head
+            # start, never this run its answer: stop trying, and say so.
+            self.costs_status, self.costs_file = f"{self.costs_status}; not saved: {error}", None

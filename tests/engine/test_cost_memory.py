@@ -140,6 +140,18 @@ def test_a_speed_ratio_counts_only_within_a_factor():
     assert TABLE.speed_ratio(VerifyCosts(TABLE.widths, tuple(3 * s for s in TABLE.seconds), 8)) is None
 
 
+def test_a_folder_that_cannot_be_written_costs_the_run_nothing(models, tmp_path, monkeypatch):
+    """The app keeps serving where its costs cannot be saved (a read-only disk): the run ends with its
+    answer, the pair stops trying and says why."""
+    blocker = tmp_path / "a file"
+    blocker.write_text("")
+    pair = new_pair(models, monkeypatch=monkeypatch)
+    pair.remember_costs(blocker / "costs.json")  # its folder is a file: mkdir fails
+    pair.warm_up(REQUEST)
+    assert sum(len(r.tokens) for r in pair.speculative(REQUEST)) > 0
+    assert "not saved" in pair.costs_status and pair.costs_file is None
+
+
 @pytest.mark.parametrize("spoil", ["another version", "broken"])
 def test_costs_from_elsewhere_are_ignored(models, tmp_path, monkeypatch, spoil):
     path = tmp_path / "costs.json"
