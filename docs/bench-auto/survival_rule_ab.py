@@ -6,11 +6,14 @@ its own learned costs and recycling table; cold, then warm). Output: survival_ru
 / 1.013 warm), run while the rule lived in engine/confidence.py and CostPolicy.stop_rule chose it.
 
     PYTHONPATH=. .venv/bin/python docs/bench-auto/survival_rule_ab.py > docs/bench-auto/survival_rule_ab.txt
+    PYTHONPATH=. .venv/bin/python docs/bench-auto/survival_rule_ab.py --sampled > docs/bench-auto/survival_rule_ab.sampled.txt
 """
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from ab_session import print_ratios, qwen_pair, run_lanes
+from specdec.engine.config import Sampling
 from specdec.engine.confidence import Calibration
 from specdec.engine.policy import CostPolicy, tree_budget
 
@@ -122,5 +125,8 @@ def switch(lane: str) -> None:
 
 if __name__ == "__main__":
     pair = qwen_pair()
-    passes = run_lanes(pair, {"survival": pair.auto, "lookahead": pair.auto}, before=switch)
+    sampled = "--sampled" in sys.argv  # T = 0.7, top-p 0.9, seed 0 for both lanes
+    run = (lambda request: pair.auto(replace(request, sampling=Sampling(temperature=0.7, top_p=0.9, seed=0)))) \
+        if sampled else pair.auto
+    passes = run_lanes(pair, {"survival": run, "lookahead": run}, before=switch)
     print_ratios(passes, [("survival", "lookahead")])
