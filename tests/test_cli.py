@@ -23,7 +23,7 @@ def run(capsys, *argv) -> dict:
 
 
 def test_auto_drafts_with_the_draft_model_it_is_given(folders, capsys, monkeypatch, tmp_path):
-    monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path))  # learned costs land here, not in the user's cache
+    monkeypatch.setenv("SPECDEC_CACHE", str(tmp_path))  # anything else cached lands here (costs: conftest)
     result = run(capsys, "--target", folders["target"], "--draft", folders["draft"], "--auto")
     assert result["stats"]["identical"] is True and result["stats"]["sources"]
     assert result["engine"]["draft"] is not None  # the draft was loaded: mixed drafts with it where it pays
