@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 
 from .confidence import Calibration, StopRule
-from .sources import Source
+from .sources import Source, drafter_of
 from .events import RoundEvent, TreeRound
 
 if TYPE_CHECKING:
@@ -284,8 +284,8 @@ class CostModel:
         case or budget (its smaller trees and its other case cost no model pass either; counted only
         by name, token recycling's three smaller trees and its table case each took a measuring
         round in a fresh process)."""
-        drafter = Source(source).drafter
-        return any(Source(name).drafter == drafter for name in self.free)
+        drafter = drafter_of(source)
+        return any(drafter_of(name) == drafter for name in self.free)
 
     def source(self, name: str) -> SourceCosts:
         costs = self.sources.get(name)

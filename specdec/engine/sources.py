@@ -51,7 +51,7 @@ class Source(str):
     def drafter(self) -> str:
         """The name of the drafter that drafts it: 'draft-tree' for 'draft-tree:16', 'recycling' for
         'recycling/table:8'."""
-        return self.family.partition("/")[0]
+        return drafter_of(str(self))
 
     @property
     def case(self) -> str | None:
@@ -68,6 +68,13 @@ def _budget(name: str) -> int | None:
     """Source.budget, parsed once per name: the cost policy asks it of every (source, k) every round."""
     _, colon, n = name.rpartition(":")
     return int(n) if colon and n.isdigit() else None
+
+
+@lru_cache(maxsize=1024)
+def drafter_of(name: str) -> str:
+    """Source(name).drafter, parsed once per name: the cost policy asks whether each source is free
+    (CostModel.is_free, by drafter) several times a round."""
+    return Source(name).family.partition("/")[0]
 
 
 def budget_sources(name: str, budget: int, case: str | None = None) -> tuple[Source, ...]:
