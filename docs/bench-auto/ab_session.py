@@ -102,11 +102,11 @@ def with_drafter(drafter: str, policy: str) -> Callable[[Request], Request]:
     return lambda request: replace(request, drafter=drafter, spec=replace(request.spec, policy=policy))
 
 
-def flag_ab(owner: type, attribute: str, lanes: dict[str, object]) -> None:
-    """Auto on the Qwen pair over the session, one lane per value of owner.attribute (a class flag
-    such as CostPolicy.OPTIMISTIC), set before each lane's turn; prints the first lane's ratio over
-    each other's."""
-    pair = qwen_pair()
+def flag_ab(owner: type, attribute: str, lanes: dict[str, object], load: Callable[[], Pair] = qwen_pair) -> None:
+    """Auto on the Qwen pair (or the pair `load` gives) over the session, one lane per value of
+    owner.attribute (a class flag such as CostPolicy.OPTIMISTIC), set before each lane's turn;
+    prints the first lane's ratio over each other's."""
+    pair = load()
     passes = run_lanes(pair, dict.fromkeys(lanes, pair.auto), before=lambda lane: setattr(owner, attribute, lanes[lane]))
     first, *others = lanes
     print_ratios(passes, [(first, other) for other in others])

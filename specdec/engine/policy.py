@@ -268,6 +268,7 @@ class CostModel:
     # answer of three rounds); little enough that its first real round halves the guess's say.
     SCALED_DRAFT_WEIGHT = 1.0
     OUTLIER = 1.5  # the most one pass counts for, as a multiple of the estimate so far
+    OFFERED_DEPTH = True  # a tree or lookup tested as deep as asked (offered_depth)
 
     def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
@@ -352,20 +353,14 @@ class CostModel:
         self.observed = set()
         if round.drafted:  # what a source shows (a plain round, chosen or with nothing to draft, shows none)
             costs = self.source(source)
-            # Tested to the draft's length, a tree's depth: a tree's path that ends at a leaf above its
-            # depth misses the next position, since this tree offered nothing there. With L the
-            # accepted path's length, alpha_i = P(L >= i | L >= i - 1) and E(depth) = E[L] + 1, the
-            # tree's tokens per round, exactly. (Counted as untested, as a chain's statistics count
-            # it, the deep positions of a 16-node draft tree grown 16 deep, whose branches mostly end
-            # early, read 1.0: it was expected to yield 9 tokens a round where it made 6, and the
-            # policy drafted it over the chain; the Qwen pair on a maths question.)
-            costs.observe(round.draft_length, round.accepted, proposing / round.draft_length if steady else None)
+            costs.observe(self.offered_depth(round, source), round.accepted,
+                          proposing / round.draft_length if steady else None)
             if round.tree is None:
                 costs.calibration.observe(round.confidences, round.accepted)
             costs.width.add(len(round.drafted) + 1)
             self.observed.add(str(source))
             if round.tree is not None and round.tree.nested:
-                self.observe_smaller_trees(round.tree, Source(source))
+                self.observe_smaller_trees(round.tree, Source(source), round.k)
             if round.tree is not None and round.tree.chain is not None:
                 self.observe_chain(round.tree)
         if free:
@@ -381,16 +376,38 @@ class CostModel:
             self.learn_pass(width, round.verify_seconds)
         self.seen_widths.add(width)
 
-    def observe_smaller_trees(self, tree: TreeRound, source: Source) -> None:
+    def offered_depth(self, round: RoundEvent, source: str) -> int:
+        """How deep the round tested its source: the positions a miss there counts against.
+
+        A model chain: the tokens it drafted; it stopped by choice (its stop rule or k), so the
+        positions past its last are untested. A tree or a free drafter's chain (a lookup): the depth
+        it was asked for, k, since it drafts as deep as it can and a position it offered nothing at
+        is one it could not have kept. With L the accepted path's length, position i is then tested
+        in every round asked at least i deep where L >= i - 1, and alpha_i = P(L >= i | L >= i - 1),
+        so E(k) = 1 + P(L >= 1) + ... + P(L >= k) is exactly the tokens a round asked k deep yields.
+        (Tested only to the depth it drew, a tree's or a lookup's deep positions learned only from
+        the rounds that reached them, rounds on text it could copy, and E(k) counted every
+        position up to k as if each round reached it: token recycling's 4-node tree, its third
+        position read 0.95 over the rounds deep enough to test it, was expected to yield 3.4 tokens
+        a round on a maths answer where it made 1.6, and took 12 of its rounds from the draft
+        model at 4.0. The same held for a 16-node draft tree grown 16 deep, whose branches mostly
+        end early: counted untested, its deep positions read 1.0 and it was expected to yield 9
+        tokens a round where it made 6.)"""
+        if self.OFFERED_DEPTH and (round.tree is not None or self.is_free(source)):
+            return max(round.k, round.draft_length)
+        return round.draft_length
+
+    def observe_smaller_trees(self, tree: TreeRound, source: Source, k: int) -> None:
         """A nested tree's round is also a round of each smaller budget of its drafter that this
         model knows (TreeRound.first: the same verdict in distribution): their acceptance and width
         learn from it as from their own rounds, so the sizes of one tree drafter share one arm's
         exploration (token recycling offers four). Their draft cost is learned only from their own
-        rounds (growing a smaller tree costs a little less): each still has one measuring round."""
+        rounds (growing a smaller tree costs a little less): each still has one measuring round.
+        Each is tested as deep as the round asked, k (offered_depth)."""
         for name, costs in self.sources.items():
             if name not in self.observed and _smaller_nested(name, source, None):
                 within = tree.first(Source(name).budget)
-                costs.observe(within.depth, len(within.path), None)
+                costs.observe(max(k, within.depth), len(within.path), None)
                 costs.width.add(len(within.tokens) + 1)
                 self.observed.add(name)
 

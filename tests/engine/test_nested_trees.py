@@ -165,7 +165,8 @@ def test_a_nested_round_teaches_each_smaller_budget_of_its_drafter_and_nothing_e
     assert learned["recycling:16"] == [1.0] * 4  # its own: the path to a leaf, 4 deep
     assert learned["recycling:8"] == [1.0, 1.0, 0.0]  # nodes 0-7: node 8 is cut, node 1's children tried
     assert learned["recycling:4"] == [1.0, 1.0, 0.0]  # the chain 0-3: rejected at node 2
-    assert learned["recycling:2"] == [1.0, 1.0]  # nodes 0, 1: a chain accepted to its leaf
+    # nodes 0, 1: a chain accepted to its leaf; asked 4 deep, it offered nothing at position 3
+    assert learned["recycling:2"] == [1.0, 1.0, 0.0]
     assert learned["recycling:32"] == learned["lookup-tree:8"] == learned["draft-model"] == []
     assert learned["recycling/table:8"] == []  # the same drafter in another case (sources.py): kept apart
     assert [model.source(f"recycling:{b}").width.mean for b in (2, 4, 8)] == [3, 5, 9]

@@ -11,7 +11,7 @@ from helpers import loaded, perturbed, tiny_model, word_tokenizer
 from specdec import CachedModel, ModelDrafter, Pair, PromptLookupDrafter, Request, Sampling, Speculation, \
     speculative_decode, standard_decode
 from specdec.engine.drafters import HybridDrafter, make_drafter, needs_draft_model
-from specdec.engine.events import ACCEPTED, CORRECTED, RoundEvent
+from specdec.engine.events import ACCEPTED, CORRECTED, RoundEvent, TreeRound
 from specdec.engine.verify_costs import VerifyCosts
 from specdec.engine.policy import Choice, CostModel, CostPolicy, FixedPolicy, HeuristicPolicy, make_policy
 
@@ -508,3 +508,29 @@ def test_a_free_source_is_priced_at_its_mean(monkeypatch):
     policy = CostPolicy(k_max=8, costs=costs)
     assert max(policy.rates(LOOKUP)) > max(policy.rates(MODEL))
     assert 900 < sum(policy.choose([LOOKUP, MODEL]).source == LOOKUP for _ in range(1000)) < 1000
+
+
+def asked(i: int, k: int, drafted: int, accepted: int, tree=None) -> RoundEvent:
+    """A round asked k deep that drafted `drafted` tokens (a tree's nodes) and kept `accepted`."""
+    fates = (ACCEPTED,) * accepted + (CORRECTED,)
+    return RoundEvent(i, k, tuple(range(drafted)), accepted, tuple(range(accepted + 1)), fates, 0.0, 0.1, (), False,
+                      tree=tree)
+
+
+def test_a_lookup_or_tree_is_priced_at_the_depth_it_offers_not_the_depth_asked():
+    """A lookup asked 4 deep that finds 2 tokens to copy, both kept, yields 3 tokens a round: position
+    3 offered nothing, so it counts as missed and E(4) = 3. A draft model that drafted 2 of 4 stopped
+    by choice (its stop rule): its positions 3 and 4 are untested, not missed. So is a tree's: a
+    4-node recycling tree two deep, its path kept to a leaf every round, yields 3 tokens whatever
+    depth it is asked for (before, its unreached positions took the one above's alpha and E(4) read 5)."""
+    model = CostModel(decay=1.0, prior_weight=0.0)
+    model.free.add(LOOKUP)
+    shallow = TreeRound((20, 21, 22, 23), (-1, 0, -1, -1), (0, 1))  # 0 -> 1, and two siblings of 0
+    for i in range(1, 21):
+        model.observe(asked(i, 4, 2, 2), LOOKUP)
+        model.observe(asked(i, 4, 2, 2), MODEL)
+        model.observe(asked(i, 4, 4, 2, shallow), "recycling:4")
+    assert model.expected_tokens(LOOKUP, 4) == pytest.approx(3.0)
+    assert model.expected_tokens("recycling:4", 4) == pytest.approx(3.0)
+    assert [k.mean for k in model.source(MODEL).kept] == [1.0, 1.0]  # untested past 2: alpha_3 reads alpha_2's
+    assert model.expected_tokens(MODEL, 4) == pytest.approx(5.0)
