@@ -62,6 +62,9 @@ CATCH_UP_LIMIT = 8  # committed tokens a draft may read first and still count as
 # (16 was tried: 1.086x cold, 1.008x warm in one process, docs/bench-auto/carried_evidence_ab.py, but
 # the Spec-Bench sample with saved costs read auto 1.88x against 1.95x at 8: docs/spec-bench/notes.md.)
 CARRIED_EVIDENCE = 8.0
+# Observations a free source's positions past the first carry into a new request (CostModel.start_request):
+# the prior's weight, so its first own round on the new text counts as much as all it showed before.
+CARRIED_FREE_DEPTH = 2.0
 # Observations of a model source's acceptance by confidence a new request starts from: the calibration
 # maps the draft's own confidence, which follows the new text, to acceptance, so it carries over more.
 CARRIED_CALIBRATION = 32.0
@@ -244,13 +247,15 @@ class SourceCosts:
             for kept in self.kept[tested:]:
                 kept.age()
 
-    def start_request(self, evidence: float, calibration: float = CARRIED_CALIBRATION) -> None:
+    def start_request(self, evidence: float, calibration: float = CARRIED_CALIBRATION,
+                      deep: float | None = None) -> None:
         """A new request is new text: keep each estimate, with at most `evidence` observations
-        behind it, so this text's rounds outweigh another's within a few rounds (the decay alone
-        would take ~1 / (1 - decay) of them). The calibration keeps up to `calibration` (its decay
-        holds ~33): acceptance by confidence is the pair's, the confidence follows the text."""
-        for kept in self.kept:
-            kept.cap(evidence)
+        behind it (positions past the first at most `deep`, where given), so this text's rounds
+        outweigh another's within a few rounds (the decay alone would take ~1 / (1 - decay) of
+        them). The calibration keeps up to `calibration` (its decay holds ~33): acceptance by
+        confidence is the pair's, the confidence follows the text."""
+        for position, kept in enumerate(self.kept, start=1):
+            kept.cap(evidence if deep is None or position == 1 else min(evidence, deep))
         self.width.cap(evidence)
         self.calibration.cap(calibration)
         self.request_depth = 0
@@ -296,9 +301,17 @@ class CostModel:
 
     def start_request(self, evidence: float = CARRIED_EVIDENCE, calibration: float = CARRIED_CALIBRATION) -> None:
         """Carry acceptance into a new request as a prior, not as a verdict (SourceCosts.start_request).
-        Draft costs, pass times and the overhead belong to the device and carry over whole."""
-        for costs in self.sources.values():
-            costs.start_request(evidence, calibration)
+        Draft costs, pass times and the overhead belong to the device and carry over whole.
+
+        A free source's positions past the first carry at most CARRIED_FREE_DEPTH observations. Its
+        first position is judged every round of the new text whoever drafts (observe_free); its
+        deeper ones learn only from its own rounds, which it gets where its first looked good, on
+        text it could copy, so they say how far that text copied. Carried whole, they priced the
+        lookups on the next text as if it copied as far: on the Qwen pair, a maths answer after a
+        question-answering one drafted prompt lookup and token recycling in 12 of its first 17
+        rounds, expected at 1.7-2.7x plain decoding, and they kept 0.5 tokens a round of 4 drafted."""
+        for name, costs in self.sources.items():
+            costs.start_request(evidence, calibration, CARRIED_FREE_DEPTH if self.is_free(name) else None)
 
     def sharing_passes(self) -> "CostModel":
         """A cost model for another setup of the same pair: its own sources' evidence, this one's

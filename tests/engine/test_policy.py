@@ -13,6 +13,7 @@ from specdec import CachedModel, ModelDrafter, Pair, PromptLookupDrafter, Reques
 from specdec.engine.drafters import HybridDrafter, make_drafter, needs_draft_model
 from specdec.engine.events import ACCEPTED, CORRECTED, RoundEvent, TreeRound
 from specdec.engine.verify_costs import VerifyCosts
+from specdec.engine import policy as policy_module
 from specdec.engine.policy import Choice, CostModel, CostPolicy, FixedPolicy, HeuristicPolicy, make_policy
 
 MODEL, LOOKUP = "draft-model", "prompt-lookup"
@@ -534,3 +535,23 @@ def test_a_lookup_or_tree_is_priced_at_the_depth_it_offers_not_the_depth_asked()
     assert model.expected_tokens("recycling:4", 4) == pytest.approx(3.0)
     assert [k.mean for k in model.source(MODEL).kept] == [1.0, 1.0]  # untested past 2: alpha_3 reads alpha_2's
     assert model.expected_tokens(MODEL, 4) == pytest.approx(5.0)
+
+
+def test_a_free_sources_deep_positions_carry_little_into_a_new_request():
+    """A lookup that copied far on one text (positions 2-4 always kept) and the draft model that did
+    as well: the next request keeps position 1 of both with CARRIED_EVIDENCE observations behind it
+    (the lookup's is judged anew every round anyway), the draft model's deeper positions too, but
+    the lookup's deeper ones with CARRIED_FREE_DEPTH, so its first own round that fails at position
+    2 pulls its alpha_2 below the draft model's, which the same failure barely moves."""
+    model = CostModel(decay=1.0, prior_weight=0.0)
+    model.free.add(LOOKUP)
+    for i in range(1, 31):
+        for source in (LOOKUP, MODEL):
+            model.observe(asked(i, 4, 4, 4), source)
+    model.start_request()
+    weights = {s: [k.weight for k in model.source(s).kept] for s in (LOOKUP, MODEL)}
+    assert weights[MODEL] == pytest.approx([policy_module.CARRIED_EVIDENCE] * 4)
+    assert weights[LOOKUP] == pytest.approx([policy_module.CARRIED_EVIDENCE] + [policy_module.CARRIED_FREE_DEPTH] * 3)
+    for source in (LOOKUP, MODEL):
+        model.observe(asked(40, 4, 4, 1), source)  # position 2 rejected
+    assert model.source(LOOKUP).alpha(2) < 0.7 < 0.85 < model.source(MODEL).alpha(2)

@@ -1,0 +1,11 @@
+"""A free source's positions past the first carried into a new request with CARRIED_FREE_DEPTH (2)
+observations, against CARRIED_EVIDENCE (8) like every other estimate (policy.CostModel.start_request),
+on the Qwen pair (Qwen2.5-Coder-1.5B + int8 0.5B, greedy, 128 tokens) over ab_session.py's session
+(21 turns, each lane its own learned costs and recycling table; cold, then warm).
+
+    PYTHONPATH=. .venv/bin/python docs/bench-auto/free_depth_ab.py > docs/bench-auto/free_depth_ab.txt
+"""
+from ab_session import flag_ab
+from specdec.engine import policy
+
+flag_ab(policy, "CARRIED_FREE_DEPTH", {"light": 2.0, "whole": policy.CARRIED_EVIDENCE})
