@@ -1,4 +1,4 @@
-"""A tree or a lookup tested as deep as the round asked (policy.CostModel.offered_depth), against as
+"""A tree or a lookup tested as deep as the round asked (policy.CostModel.asked_depth), against as
 deep as it drafted, greedy, 128 tokens, over ab_session.py's session (21 turns, each lane its own
 learned costs and recycling table; cold, then warm): auto on the Qwen pair (Qwen2.5-Coder-1.5B +
 int8 0.5B), or with --smollm2 on SmolLM2-135M alone (no draft model: every source is a lookup or a tree).

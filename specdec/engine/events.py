@@ -158,6 +158,6 @@ class RoundEvent:
         """How deep the round's acceptance was tested, as a chain's would be: its drafted tokens; a
         tree's depth, or the accepted path's length where that path ended at a leaf (no deeper
         position was tried, so none was rejected). The alpha-geometric statistics and the heuristic
-        count with this; the cost policy, which prices a tree's own yield, with draft_length
-        (CostModel.observe)."""
+        count with this; the cost policy, which prices what a tree or a lookup yields when asked k
+        deep, with k (CostModel.asked_depth)."""
         return self.draft_length if self.tree is None else self.tree.tested_length

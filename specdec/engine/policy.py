@@ -227,13 +227,14 @@ class SourceCosts:
         costs.calibration = Calibration.from_json(data["calibration"])
         return costs
 
-    def observe(self, drafted: int, accepted: int, pass_seconds: float | None) -> None:
-        """drafted: positions tested; pass_seconds: the draft's seconds per pass (per token for a
-        chain); None: acceptance only (the round's timing is not to be learned from)."""
+    def observe(self, depth: int, accepted: int, pass_seconds: float | None) -> None:
+        """depth: how deep the round tested, positions 1..depth (CostModel.asked_depth); pass_seconds:
+        the draft's seconds per pass (per token for a chain); None: acceptance only (the round's
+        timing is not to be learned from)."""
         if pass_seconds is not None:
             self.draft.add(pass_seconds)
         # Position i was tested when every position before it was kept: i = 1..accepted + 1.
-        tested = min(drafted, accepted + 1)
+        tested = min(depth, accepted + 1)
         self.request_depth = max(self.request_depth, tested)
         for i in range(1, tested + 1):
             while len(self.kept) < i:
@@ -243,7 +244,7 @@ class SourceCosts:
         # position j + 1 once did badly (on other text, say) would otherwise never test it again and
         # never learn it now pays; aged, its estimate slides towards the position above it
         # (expected_tokens_upto shrinks each alpha_j towards alpha_{j-1}) and gets retried.
-        if drafted:
+        if depth:
             for kept in self.kept[tested:]:
                 kept.age()
 
@@ -273,7 +274,7 @@ class CostModel:
     # answer of three rounds); little enough that its first real round halves the guess's say.
     SCALED_DRAFT_WEIGHT = 1.0
     OUTLIER = 1.5  # the most one pass counts for, as a multiple of the estimate so far
-    OFFERED_DEPTH = True  # a tree or lookup tested as deep as asked (offered_depth)
+    OFFERED_DEPTH = True  # a tree or lookup tested as deep as asked (asked_depth)
 
     def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
@@ -366,7 +367,7 @@ class CostModel:
         self.observed = set()
         if round.drafted:  # what a source shows (a plain round, chosen or with nothing to draft, shows none)
             costs = self.source(source)
-            costs.observe(self.offered_depth(round, source), round.accepted,
+            costs.observe(self.asked_depth(round, source), round.accepted,
                           proposing / round.draft_length if steady else None)
             if round.tree is None:
                 costs.calibration.observe(round.confidences, round.accepted)
@@ -389,23 +390,28 @@ class CostModel:
             self.learn_pass(width, round.verify_seconds)
         self.seen_widths.add(width)
 
-    def offered_depth(self, round: RoundEvent, source: str) -> int:
+    def asked_depth(self, round: RoundEvent, source: str) -> int:
         """How deep the round tested its source: the positions a miss there counts against.
 
         A model chain: the tokens it drafted; it stopped by choice (its stop rule or k), so the
         positions past its last are untested. A tree or a free drafter's chain (a lookup): the depth
-        it was asked for, k, since it drafts as deep as it can and a position it offered nothing at
-        is one it could not have kept. With L the accepted path's length, position i is then tested
-        in every round asked at least i deep where L >= i - 1, and alpha_i = P(L >= i | L >= i - 1),
-        so E(k) = 1 + P(L >= 1) + ... + P(L >= k) is exactly the tokens a round asked k deep yields.
+        the round asked for, k, since a position it offered nothing at (a lookup's match ran out, a
+        tree's budget went to width, or a budget below k) is one it could not have kept. With L
+        the accepted path's length, position i is then tested in every round asked at least i deep
+        where L >= i - 1, and alpha_i = P(L >= i | L >= i - 1), so E(k) = 1 + P(L >= 1) + ... +
+        P(L >= k) is what a round asked k deep yields: exactly for rounds asked one k, and for a
+        lookup chain at any k (its draft at a smaller k is its draft's first tokens); a tree asked
+        deeper grows narrower near the root, so rounds asked different k pool slightly different
+        trees, as its alpha_1 also pools the free rounds (observe_free).
         (Tested only to the depth it drew, a tree's or a lookup's deep positions learned only from
-        the rounds that reached them, rounds on text it could copy, and E(k) counted every
-        position up to k as if each round reached it: token recycling's 4-node tree, its third
-        position read 0.95 over the rounds deep enough to test it, was expected to yield 3.4 tokens
-        a round on a maths answer where it made 1.6, and took 12 of its rounds from the draft
-        model at 4.0. The same held for a 16-node draft tree grown 16 deep, whose branches mostly
-        end early: counted untested, its deep positions read 1.0 and it was expected to yield 9
-        tokens a round where it made 6.)"""
+        the rounds that reached them, rounds on text it could copy, and E(k) counted every position
+        up to k as if each round reached it: token recycling's 4-node tree, its third position read
+        0.95 over the rounds grown deep enough to test it, was expected to yield 3.4 tokens a round
+        on a maths answer where it made 1.6, and took 12 of its rounds from the draft model at 4.0.
+        The same held for a 16-node draft tree grown 16 deep, whose branches mostly end early:
+        counted untested, its deep positions read 1.0 and it was expected to yield 9 tokens a round
+        where it made 6.) A free source is known as free once the loop has asked it for a free draft
+        (is_free), or from saved costs: a fresh process's first round or two of it count as a chain's."""
         if self.OFFERED_DEPTH and (round.tree is not None or self.is_free(source)):
             return max(round.k, round.draft_length)
         return round.draft_length
@@ -416,11 +422,11 @@ class CostModel:
         learn from it as from their own rounds, so the sizes of one tree drafter share one arm's
         exploration (token recycling offers four). Their draft cost is learned only from their own
         rounds (growing a smaller tree costs a little less): each still has one measuring round.
-        Each is tested as deep as the round asked, k (offered_depth)."""
+        Each is tested as deep as the round asked, k (asked_depth)."""
         for name, costs in self.sources.items():
             if name not in self.observed and _smaller_nested(name, source, None):
                 within = tree.first(Source(name).budget)
-                costs.observe(max(k, within.depth), len(within.path), None)
+                costs.observe(max(k, within.depth) if self.OFFERED_DEPTH else within.depth, len(within.path), None)
                 costs.width.add(len(within.tokens) + 1)
                 self.observed.add(name)
 

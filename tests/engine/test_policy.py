@@ -13,8 +13,8 @@ from specdec import CachedModel, ModelDrafter, Pair, PromptLookupDrafter, Reques
 from specdec.engine.drafters import HybridDrafter, make_drafter, needs_draft_model
 from specdec.engine.events import ACCEPTED, CORRECTED, RoundEvent, TreeRound
 from specdec.engine.verify_costs import VerifyCosts
-from specdec.engine import policy as policy_module
-from specdec.engine.policy import Choice, CostModel, CostPolicy, FixedPolicy, HeuristicPolicy, make_policy
+from specdec.engine.policy import CARRIED_EVIDENCE, CARRIED_FREE_DEPTH, Choice, CostModel, CostPolicy, FixedPolicy, \
+    HeuristicPolicy, make_policy
 
 MODEL, LOOKUP = "draft-model", "prompt-lookup"
 
@@ -518,7 +518,7 @@ def asked(i: int, k: int, drafted: int, accepted: int, tree=None) -> RoundEvent:
                       tree=tree)
 
 
-def test_a_lookup_or_tree_is_priced_at_the_depth_it_offers_not_the_depth_asked():
+def test_a_lookup_or_tree_is_tested_as_deep_as_asked_so_its_price_is_what_it_offers():
     """A lookup asked 4 deep that finds 2 tokens to copy, both kept, yields 3 tokens a round: position
     3 offered nothing, so it counts as missed and E(4) = 3. A draft model that drafted 2 of 4 stopped
     by choice (its stop rule): its positions 3 and 4 are untested, not missed. So is a tree's: a
@@ -550,8 +550,8 @@ def test_a_free_sources_deep_positions_carry_little_into_a_new_request():
             model.observe(asked(i, 4, 4, 4), source)
     model.start_request()
     weights = {s: [k.weight for k in model.source(s).kept] for s in (LOOKUP, MODEL)}
-    assert weights[MODEL] == pytest.approx([policy_module.CARRIED_EVIDENCE] * 4)
-    assert weights[LOOKUP] == pytest.approx([policy_module.CARRIED_EVIDENCE] + [policy_module.CARRIED_FREE_DEPTH] * 3)
+    assert weights[MODEL] == pytest.approx([CARRIED_EVIDENCE] * 4)
+    assert weights[LOOKUP] == pytest.approx([CARRIED_EVIDENCE] + [CARRIED_FREE_DEPTH] * 3)
     for source in (LOOKUP, MODEL):
         model.observe(asked(40, 4, 4, 1), source)  # position 2 rejected
     assert model.source(LOOKUP).alpha(2) < 0.7 < 0.85 < model.source(MODEL).alpha(2)
