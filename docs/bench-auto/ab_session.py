@@ -9,6 +9,7 @@ costs, empty tables), the second from the costs the first taught, in the other o
 recycling table as it stood before that turn in the first pass. Ratios between
 lanes of one pass cancel the machine's drift; across processes the machine drifts by up to 20%.
 """
+import sys
 import time
 from dataclasses import replace
 from typing import Callable
@@ -102,11 +103,11 @@ def with_drafter(drafter: str, policy: str) -> Callable[[Request], Request]:
     return lambda request: replace(request, drafter=drafter, spec=replace(request.spec, policy=policy))
 
 
-def flag_ab(owner: type, attribute: str, lanes: dict[str, object], load: Callable[[], Pair] = qwen_pair) -> None:
-    """Auto on the Qwen pair (or the pair `load` gives) over the session, one lane per value of
-    owner.attribute (a class flag such as CostPolicy.OPTIMISTIC), set before each lane's turn;
-    prints the first lane's ratio over each other's."""
-    pair = load()
+def flag_ab(owner: type, attribute: str, lanes: dict[str, object]) -> None:
+    """Auto on the Qwen pair (SmolLM2 alone where the command line says --smollm2) over the session,
+    one lane per value of owner.attribute (a class flag such as CostPolicy.OPTIMISTIC), set before
+    each lane's turn; prints the first lane's ratio over each other's."""
+    pair = smollm2_pair() if "--smollm2" in sys.argv else qwen_pair()
     passes = run_lanes(pair, dict.fromkeys(lanes, pair.auto), before=lambda lane: setattr(owner, attribute, lanes[lane]))
     first, *others = lanes
     print_ratios(passes, [(first, other) for other in others])

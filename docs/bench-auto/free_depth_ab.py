@@ -7,10 +7,7 @@ recycling table; cold, then warm): auto on the Qwen pair (Qwen2.5-Coder-1.5B + i
     PYTHONPATH=. .venv/bin/python docs/bench-auto/free_depth_ab.py > docs/bench-auto/free_depth_ab.txt
     PYTHONPATH=. .venv/bin/python docs/bench-auto/free_depth_ab.py --smollm2 > docs/bench-auto/free_depth_ab.smollm2.txt
 """
-import sys
-
-from ab_session import flag_ab, qwen_pair, smollm2_pair
+from ab_session import flag_ab
 from specdec.engine import policy
 
-flag_ab(policy, "CARRIED_FREE_DEPTH", {"light": 2.0, "whole": policy.CARRIED_EVIDENCE},
-        smollm2_pair if "--smollm2" in sys.argv else qwen_pair)
+flag_ab(policy, "CARRIED_FREE_DEPTH", {"light": 2.0, "whole": policy.CARRIED_EVIDENCE})

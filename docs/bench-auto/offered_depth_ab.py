@@ -6,10 +6,7 @@ int8 0.5B), or with --smollm2 on SmolLM2-135M alone (no draft model: every sourc
     PYTHONPATH=. .venv/bin/python docs/bench-auto/offered_depth_ab.py > docs/bench-auto/offered_depth_ab.txt
     PYTHONPATH=. .venv/bin/python docs/bench-auto/offered_depth_ab.py --smollm2 > docs/bench-auto/offered_depth_ab.smollm2.txt
 """
-import sys
-
-from ab_session import flag_ab, qwen_pair, smollm2_pair
+from ab_session import flag_ab
 from specdec.engine.policy import CostModel
 
-flag_ab(CostModel, "OFFERED_DEPTH", {"asked": True, "drawn": False},
-        smollm2_pair if "--smollm2" in sys.argv else qwen_pair)
+flag_ab(CostModel, "OFFERED_DEPTH", {"asked": True, "drawn": False})

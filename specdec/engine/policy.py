@@ -412,9 +412,14 @@ class CostModel:
         counted untested, its deep positions read 1.0 and it was expected to yield 9 tokens a round
         where it made 6.) A free source is known as free once the loop has asked it for a free draft
         (is_free), or from saved costs: a fresh process's first round or two of it count as a chain's."""
-        if self.OFFERED_DEPTH and (round.tree is not None or self.is_free(source)):
-            return max(round.k, round.draft_length)
+        if round.tree is not None or self.is_free(source):
+            return self.tested_to(round.k, round.draft_length)
         return round.draft_length
+
+    def tested_to(self, k: int, drawn: int) -> int:
+        """A tree or lookup asked k deep that drew `drawn` deep is tested to k (asked_depth), or only
+        to what it drew where OFFERED_DEPTH is off (the A/B's other lane)."""
+        return max(k, drawn) if self.OFFERED_DEPTH else drawn
 
     def observe_smaller_trees(self, tree: TreeRound, source: Source, k: int) -> None:
         """A nested tree's round is also a round of each smaller budget of its drafter that this
@@ -426,7 +431,7 @@ class CostModel:
         for name, costs in self.sources.items():
             if name not in self.observed and _smaller_nested(name, source, None):
                 within = tree.first(Source(name).budget)
-                costs.observe(max(k, within.depth) if self.OFFERED_DEPTH else within.depth, len(within.path), None)
+                costs.observe(self.tested_to(k, within.depth), len(within.path), None)
                 costs.width.add(len(within.tokens) + 1)
                 self.observed.add(name)
 
