@@ -5,7 +5,8 @@ with the answers before it as history. A diagnostic, not a benchmark: it prints,
 the questions named, the choice and its expected gain over plain decoding, each offered source's
 acceptance by position (a=alpha_1..alpha_4) with the observations behind alpha_1 (w) and its draft
 cost in ms (d), then what the round drafted and kept and what each free source's first token would
-have done (True: kept); and, for every turn up to the last named, tokens a round and tokens a
+have done (True: kept) and a model draft's confidences (and, where a stop rule chose
+the length, its a(c) at a few confidences); and, for every turn up to the last named, tokens a round and tokens a
 second by source.
 
     cp ~/.cache/specdec/costs/<the pair's file>.json /tmp/costs.json   # a copy: the run saves into it
@@ -43,6 +44,8 @@ def traced_choose(self, sources):
             weight = costs.kept[0].weight if costs.kept else 0.0
             views.append(f"{source}: a={alphas} w={weight:.1f} d={1e3 * (costs.draft.mean or 0):.0f}")
         trace["choice"] = f"   choose {choice.source} k={choice.k} gain={choice.gain or 0:.2f} | " + " ; ".join(views)
+        if choice.stop is not None:  # the stop rule's a(c) at a few confidences
+            trace["choice"] += " | a(c): " + ",".join(f"{c}:{choice.stop.accept(c):.2f}" for c in (0.35, 0.55, 0.75, 0.92, 0.995))
     return choice
 
 
@@ -69,7 +72,7 @@ for question in questions[: last + 1]:  # up to the last question shown
                 print(trace.pop("choice", ""))
                 print(f"  {r.round:3d} {r.source or 'plain':18s} drafted {len(r.drafted):2d} kept {r.accepted:2d} "
                       f"draft {1e3 * (r.draft_seconds - r.policy_seconds):4.0f} ms verify {1e3 * r.verify_seconds:4.0f} ms "
-                      f"free {trace.pop('free', {})}")
+                      f"free {trace.pop('free', {})} conf {','.join(f'{c:.2f}' for c in r.confidences)}")
         print(f"== {question.id} {question.category} turn {turn}: {len(tokens)} tokens in "
               f"{time.perf_counter() - start:.2f} s; " + "; ".join(
                   f"{s} {n} rounds, {t / n:.2f} tokens a round, {t / sec:.1f} tok/s" for s, (n, t, sec) in by_source.items()))

@@ -68,6 +68,10 @@ CARRIED_FREE_DEPTH = 2.0
 # Observations of a model source's acceptance by confidence a new request starts from: the calibration
 # maps the draft's own confidence, which follows the new text, to acceptance, so it carries over more.
 CARRIED_CALIBRATION = 32.0
+# A free source's alpha_1 checked against its own rounds (CostModel.observe_yield): the promised
+# first tokens the ratio is shrunk with, and the decay of both sums each own round.
+YIELD_PRIOR = 2.0
+YIELD_DECAY = 0.9
 
 POLICIES = {
     "fixed": "draft k tokens every round",
@@ -168,6 +172,10 @@ class SourceCosts:
     width: Decayed = None  # type: ignore[assignment]  # tokens in its rounds' target passes (trees)
     calibration: Calibration = field(default_factory=Calibration)  # acceptance by draft confidence
     request_depth: int = 0  # the deepest position tested on this request's text (start_request resets it)
+    # This request's own rounds (a free source's): how many kept their first token, and how many its
+    # alpha_1 promised when it was chosen (CostModel.observe_yield, yield_ratio), decayed by YIELD_DECAY.
+    yield_kept: float = 0.0
+    yield_promised: float = 0.0
 
     def __post_init__(self) -> None:
         self.draft, self.width = Decayed(self.decay), Decayed(self.decay)
@@ -260,6 +268,12 @@ class SourceCosts:
         self.width.cap(evidence)
         self.calibration.cap(calibration)
         self.request_depth = 0
+        self.yield_kept = self.yield_promised = 0.0
+
+    def yield_ratio(self, prior: float = YIELD_PRIOR) -> float:
+        """First tokens this request's own rounds kept over those their alpha_1 promised, shrunk
+        towards 1 with `prior` promised (CostModel.observe_yield)."""
+        return (self.yield_kept + prior) / (self.yield_promised + prior)
 
 
 class CostModel:
@@ -275,6 +289,7 @@ class CostModel:
     SCALED_DRAFT_WEIGHT = 1.0
     OUTLIER = 1.5  # the most one pass counts for, as a multiple of the estimate so far
     OFFERED_DEPTH = True  # a tree or lookup tested as deep as asked (asked_depth)
+    YIELD_CHECKED = True  # a free source's promise scaled by its own rounds' yield (observe_yield)
 
     def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
@@ -367,6 +382,7 @@ class CostModel:
         self.observed = set()
         if round.drafted:  # what a source shows (a plain round, chosen or with nothing to draft, shows none)
             costs = self.source(source)
+            self.observe_yield(round, source)  # (before this round's evidence moves E(k))
             costs.observe(self.asked_depth(round, source), round.accepted,
                           proposing / round.draft_length if steady else None)
             if round.tree is None:
@@ -389,6 +405,31 @@ class CostModel:
         if width in self.seen_widths:
             self.learn_pass(width, round.verify_seconds)
         self.seen_widths.add(width)
+
+    def observe_yield(self, round: RoundEvent, source: str) -> None:
+        """A free source's round: the alpha_1 it was chosen on (its mean, which this round has not
+        yet moved) against whether it kept its first token, for SourceCosts.yield_ratio.
+
+        A free source's alpha_1 is judged every round (observe_free), a running mean over the last
+        ten or so, and the policy drafts from it in the rounds where that mean is high: its rounds
+        are chosen on its luckiest estimates, and keep less than they promised (the winner's curse:
+        Smith and Winkler, "The Optimizer's Curse", Management Science 2006). On the Qwen pair's
+        Spec-Bench sample, prompt lookup priced above the draft model on prose kept 1.25-1.55 tokens
+        a round (its first token a third of the time) over 8-14 rounds of an answer, where the
+        draft model made 2.6-3.8. Its own rounds are the check the running mean lacks: alpha_1 is
+        scaled by what they kept over what they were promised (CostPolicy.rates), so a source that
+        keeps falling short on this text stops being chosen, one that keeps more (text that copies)
+        is chosen more, and a new request starts unscaled. Position 1 only: deeper positions learn
+        from its own rounds alone (asked_depth), so their estimates carry no such selection, and a
+        ratio over whole rounds charged a lookup asked 16 deep for its deep positions' uncertainty
+        (on SmolLM2 alone it handed copying text from prompt lookup to token recycling's shallower
+        trees: 0.976 cold in the A/B, docs/bench-auto/yield_check_ab.smollm2.txt)."""
+        if not (self.YIELD_CHECKED and self.is_free(source)):
+            return
+        costs = self.source(source)
+        promised = self.position_alphas(source, 1)[0]
+        costs.yield_kept = YIELD_DECAY * costs.yield_kept + (round.accepted > 0)
+        costs.yield_promised = YIELD_DECAY * costs.yield_promised + promised
 
     def asked_depth(self, round: RoundEvent, source: str) -> int:
         """How deep the round tested its source: the positions a miss there counts against.
@@ -616,7 +657,9 @@ class CostPolicy:
     instead, so whole answers ran as plain decoding beside a draft accepted ~80% of the time
     (docs/auto-notes.md). Draws come from the policy's own seeded generator, never the sampler's.
     Draws are optimistic (draw_alpha_1): none below its posterior mean, since a low draw of the best
-    source hands a round away and learns nothing about the rival that gets it.
+    source hands a round away and learns nothing about the rival that gets it. A free source takes its
+    mean (FREE_AT_MEAN), scaled by what its own rounds on this request kept of what it promised
+    (CostModel.observe_yield: the winner's curse of choosing on a running mean).
 
     Reach. A source drafts at most twice as deep as its rounds have been tested (a tree: on this
     request's text), and at least MIN_REACH (geometric widening: each round that reaches its depth doubles what
@@ -767,7 +810,11 @@ class CostPolicy:
         """Expected tokens per second of drafting k = 0..k_max (the policy's, unless given) from
         source: E(k) / T(k), with T(k) = k c + v(k + 1) + the per-round overhead every round pays,
         plain ones included."""
-        draft, overhead = self.costs.source(source).draft.mean or 0.0, self.costs.overhead.mean or 0.0
+        costs = self.costs.source(source)
+        draft, overhead = costs.draft.mean or 0.0, self.costs.overhead.mean or 0.0
+        if costs.yield_promised:  # a free source's alpha_1 as its own rounds kept it (observe_yield)
+            mean = alpha_1 if alpha_1 is not None else self.costs.position_alphas(source, 1)[0]
+            alpha_1 = min(1.0, mean * costs.yield_ratio())
         expected = self.costs.expected_tokens_upto(source, self.k_max if k_max is None else k_max, alpha_1)
         passes = self.costs.pass_seconds_many([self.width(source, k) for k in range(len(expected))])
         return [e / (k * draft + v + overhead) for k, (e, v) in enumerate(zip(expected, passes))]

@@ -555,3 +555,37 @@ def test_a_free_sources_deep_positions_carry_little_into_a_new_request():
     for source in (LOOKUP, MODEL):
         model.observe(asked(40, 4, 4, 1), source)  # position 2 rejected
     assert model.source(LOOKUP).alpha(2) < 0.7 < 0.85 < model.source(MODEL).alpha(2)
+
+
+def test_a_free_source_that_keeps_less_than_it_promised_on_this_text_is_priced_by_what_it_kept(monkeypatch):
+    """The winner's curse (CostModel.observe_yield): a lookup whose first token the free judgments
+    keep finding (its running mean stays high) but whose own rounds keep none. Checked against its
+    own rounds, its alpha_1 is scaled down to what they kept and the draft model gets the rounds;
+    unchecked, the running mean keeps it first. A new request is new text: the check starts afresh.
+    A lookup whose rounds keep their first token more often than promised is priced up."""
+    from specdec.engine.drafters.base import Draft
+    v = {n: 1.0 + 0.05 * (n - 1) for n in range(1, 18)}
+
+    def costs_after(own_kept: int) -> CostModel:
+        costs = teach(v, c=0.0, alpha=0.65, depth=4, source=LOOKUP)
+        costs.sources[MODEL] = teach(v, c=0.04, alpha=0.55, depth=4).sources[MODEL]
+        costs.free.add(LOOKUP)
+        costs.start_request(evidence=10.0)
+        for i in range(1, 5):
+            costs.observe(asked(i, 4, 4, own_kept), LOOKUP)  # its own round
+            costs.observe(asked(i, 4, 4, 1), MODEL, free={LOOKUP: Draft([0], None)})  # judged kept
+        return costs
+
+    best = {}
+    for checked in (True, False):
+        monkeypatch.setattr(CostModel, "YIELD_CHECKED", checked)
+        policy = CostPolicy(k_max=8, costs=costs_after(own_kept=0))
+        best[checked] = max(policy.rates(LOOKUP)) > max(policy.rates(MODEL))
+    assert best == {True: False, False: True}
+    assert policy.costs.source(LOOKUP).alpha(1) > 0.55  # the running mean alone still reads high
+    monkeypatch.setattr(CostModel, "YIELD_CHECKED", True)
+    costs = costs_after(own_kept=0)
+    assert costs.source(LOOKUP).yield_ratio() < 0.55  # four misses where about 0.6 were promised each
+    costs.start_request(evidence=10.0)
+    assert costs.source(LOOKUP).yield_ratio() == 1.0
+    assert costs_after(own_kept=4).source(LOOKUP).yield_ratio() > 1.2
