@@ -289,7 +289,7 @@ class CostModel:
     SCALED_DRAFT_WEIGHT = 1.0
     OUTLIER = 1.5  # the most one pass counts for, as a multiple of the estimate so far
     OFFERED_DEPTH = True  # a tree or lookup tested as deep as asked (asked_depth)
-    YIELD_CHECKED = True  # a free source's promise scaled by its own rounds' yield (observe_yield)
+    YIELD_CHECKED = True  # a free source's alpha_1 scaled by what its own rounds kept (observe_yield)
 
     def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
@@ -414,9 +414,9 @@ class CostModel:
         ten or so, and the policy drafts from it in the rounds where that mean is high: its rounds
         are chosen on its luckiest estimates, and keep less than they promised (the winner's curse:
         Smith and Winkler, "The Optimizer's Curse", Management Science 2006). On the Qwen pair's
-        Spec-Bench sample, prompt lookup priced above the draft model on prose kept 1.25-1.55 tokens
-        a round (its first token a third of the time) over 8-14 rounds of an answer, where the
-        draft model made 2.6-3.8. Its own rounds are the check the running mean lacks: alpha_1 is
+        Spec-Bench sample, prompt lookup priced above the draft model on prose kept 1.0-1.55 tokens
+        a round (its first token at most half the time) over 5-14 rounds of an answer, where the
+        draft model made 2.4-3.8 (docs/bench-auto/round_trace.py). Its own rounds are the check the running mean lacks: alpha_1 is
         scaled by what they kept over what they were promised (CostPolicy.rates), so a source that
         keeps falling short on this text stops being chosen, one that keeps more (text that copies)
         is chosen more, and a new request starts unscaled. Position 1 only: deeper positions learn
