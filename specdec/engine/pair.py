@@ -19,7 +19,7 @@ from .loaded import Loaded, TokenizerMismatch, check_tokenizers
 from .policy import CostModel, make_policy
 from .text import encode_prompt
 from .verdicts import Divergence, numerical_tie
-from .verify_costs import VerifyCosts, measure_verify_costs
+from .verify_costs import VerifyCosts, measure_draft_step, measure_verify_costs
 
 AUTO_K_MAX = 32
 COSTS_VERSION = 2  # of the persisted cost models' JSON: a file of another version is ignored (2: finer
@@ -83,6 +83,7 @@ class Pair:
         # v(n), a target pass over n tokens on this device, measured once at the first warm-up: the
         # cost policy's prior (verify_costs.py), and what the app and the bench show.
         self.verify_costs: VerifyCosts | None = None
+        self.draft_step: float | None = None  # a draft pass over one token, timed with the table (_draft_scale)
         self.costs_file: Path | None = None  # where the cost models persist between processes (remember_costs)
         self.costs_status = "none saved"  # what restoring them did (restore_costs)
         # Token recycling's table of the target's next-token candidates: the pair's, so it warms up
@@ -243,6 +244,7 @@ class Pair:
     def measure_verify_costs(self, context_ids: list[int]) -> VerifyCosts:
         """Time the target over each width (verify_costs.WIDTHS) and hand the table to the cost models."""
         self.verify_costs = measure_verify_costs(self._speculative_lane, context_ids)
+        self.draft_step = measure_draft_step(self.draft.model, context_ids) if self.draft else None
         # Seeded before restoring, so the fresh table wins over a saved one at every width it measured
         # (seed_verify and restore fill only what is missing), and again after, for restored setups.
         self._seed_verify()
@@ -288,13 +290,13 @@ class Pair:
             # Another machine, or this one under another load (this 2-core host's step drifts by a
             # third within an hour), keeps the acceptance, which the pair and the text decide, and
             # takes its pass times from its own table. Its draft costs start from the saved ones
-            # scaled by how much slower or faster a step now runs, where that is within a factor
-            # of 2 (the same kind of machine: the draft shares its cores and memory with the
-            # target), else they are measured anew. (Ignoring the whole file, two Spec-Bench runs
-            # started cold; resetting the draft costs cost two measuring rounds a model source.)
+            # scaled by how much slower or faster a draft step now runs (_draft_scale), where that
+            # is within a factor of 2 (the same kind of machine), else they are measured anew.
+            # (Ignoring the whole file, two Spec-Bench runs started cold; resetting the draft costs
+            # cost two measuring rounds a model source.)
             saved_table = VerifyCosts.from_json(data["verify_costs"])
             timings = saved_table.agrees_with(self.verify_costs)
-            scale = None if timings else saved_table.speed_ratio(self.verify_costs)
+            scale, whose = (None, "") if timings else self._draft_scale(data.get("draft_step"), saved_table)
             for key, saved in data["costs"].items():
                 model = self.costs.get(key)
                 if model is None:
@@ -308,13 +310,25 @@ class Pair:
         disagrees = "the verify-cost table disagrees (another machine or load)"
         if scale is None:
             return f"acceptance only: {disagrees}"
-        return f"acceptance, and draft costs scaled by {scale:.2f}: {disagrees}"
+        return f"acceptance, and draft costs scaled by {scale:.2f} ({whose}): {disagrees}"
+
+    def _draft_scale(self, saved_step: float | None, saved_table: VerifyCosts) -> tuple[float | None, str]:
+        """How much slower (or faster) a draft token now runs than when the costs were saved, and
+        whose step says so: the draft's own, where both processes timed it (measure_draft_step),
+        else the target's; None past a factor of 2. An int8 draft's kernels need not slow down with
+        an fp32 target's: on the 2-core host the target's step read 1.96x the saved one's where the
+        draft ran 18.5 ms a token against 17 saved, and a new process priced its first drafts at
+        34 ms a token and stopped them early."""
+        if saved_step and self.draft_step:
+            ratio = self.draft_step / saved_step
+            return (ratio if 0.5 <= ratio <= 2.0 else None), "the draft's step"
+        return saved_table.speed_ratio(self.verify_costs), "the target's step"
 
     def save_costs(self) -> None:
         if self.costs_file is None or self.verify_costs is None:
             return
         data = {"version": COSTS_VERSION, "target": self.target.name, "draft": self.draft.name if self.draft else None,
-                "verify_costs": self.verify_costs.to_json(),
+                "verify_costs": self.verify_costs.to_json(), "draft_step": self.draft_step,
                 "costs": {key: costs.to_json() for key, costs in self.costs.items()}}
         try:
             self.costs_file.parent.mkdir(parents=True, exist_ok=True)

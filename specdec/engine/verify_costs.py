@@ -18,7 +18,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from .kvcache import CachedModel
+import torch
+
+from .kvcache import CachedModel, input_rows
 from .timing import Clock
 
 WIDTHS = (1, 2, 3, 5, 9, 17, 33)
@@ -95,3 +97,12 @@ def measure_verify_costs(target: CachedModel, context_ids: list[int], widths: tu
         seconds.append(statistics.median(times))
     target.reset()
     return VerifyCosts(tuple(widths), tuple(seconds), len(context_ids))
+
+
+def measure_draft_step(draft: torch.nn.Module, context_ids: list[int], repeats: int = 3) -> float:
+    """Seconds of one draft pass over a token after context_ids (the median of `repeats`), timed as
+    the target's table is: the draft's own step, which scales its saved costs on a machine that now
+    runs at another speed (pair.py). The context is the target's ids folded into the draft's
+    embedding rows (a draft with another tokenizer reads its own): any ids cost the same."""
+    rows = input_rows(draft)
+    return measure_verify_costs(CachedModel(draft), [i % rows for i in context_ids], (1,), repeats).at(1)

@@ -22,10 +22,12 @@ def models():
     return target, perturbed(target, 0.02), word_tokenizer(96)
 
 
-def new_pair(models, table=TABLE, monkeypatch=None):
+def new_pair(models, table=TABLE, monkeypatch=None, draft_step=0.004):
+    """A pair whose warm-up 'measures' the given verify-cost table and draft step."""
     target, draft, tokenizer = models
     pair = Pair(loaded(target, tokenizer), loaded(draft, tokenizer, "draft"))
     monkeypatch.setattr(pair_module, "measure_verify_costs", lambda lane, ids: table)
+    monkeypatch.setattr(pair_module, "measure_draft_step", lambda model, ids: draft_step)
     return pair
 
 
@@ -91,8 +93,8 @@ def test_a_new_process_knows_which_sources_are_free():
 
 
 def test_another_machine_keeps_the_acceptance_and_measures_its_timings(models, tmp_path, monkeypatch):
-    """A verify-cost table that disagrees by more than a factor of 2 (every pass three times slower:
-    another kind of machine) takes over what the pair and the text decided, acceptance by position,
+    """A verify-cost table that disagrees by more than a factor of 2 (every pass three times slower,
+    the draft's too: another kind of machine) takes over what the pair and the text decided, acceptance by position,
     and none of the timings: the draft's cost is measured again."""
     path = tmp_path / "costs.json"
     first = new_pair(models, monkeypatch=monkeypatch)
@@ -101,7 +103,7 @@ def test_another_machine_keeps_the_acceptance_and_measures_its_timings(models, t
     list(first.speculative(REQUEST))
     saved = json.loads(path.read_text())["costs"][first.setup_key(REQUEST)]
     slower = VerifyCosts(TABLE.widths, tuple(3 * s for s in TABLE.seconds), 8)
-    second = new_pair(models, slower, monkeypatch)
+    second = new_pair(models, slower, monkeypatch, draft_step=3 * 0.004)
     second.remember_costs(path)
     second.warm_up(REQUEST)
     assert second.costs_status.startswith("acceptance only") and "disagrees" in second.costs_status
@@ -124,14 +126,46 @@ def test_a_slower_run_of_the_same_machine_scales_the_saved_draft_costs(models, t
     list(first.speculative(REQUEST))
     saved = json.loads(path.read_text())["costs"][first.setup_key(REQUEST)]["sources"]["draft-model"]["draft"]
     slower = VerifyCosts(TABLE.widths, tuple(1.35 * s for s in TABLE.seconds), 8)
-    second = new_pair(models, slower, monkeypatch)
+    second = new_pair(models, slower, monkeypatch, draft_step=1.35 * 0.004)
     second.remember_costs(path)
     second.warm_up(REQUEST)
-    assert second.costs_status.startswith("acceptance, and draft costs scaled by 1.35") and "disagrees" in second.costs_status
+    assert second.costs_status.startswith("acceptance, and draft costs scaled by 1.35 (the draft's step)")
+    assert "disagrees" in second.costs_status
     draft = second.cost_model(REQUEST).source("draft-model").draft
     assert draft.mean == pytest.approx(1.35 * saved[1] / saved[0]) and draft.weight == pytest.approx(CostModel.SCALED_DRAFT_WEIGHT)
     assert second.cost_model(REQUEST).pass_seconds(1) == pytest.approx(slower.seconds[0])
     assert "measuring" not in next(iter(second.speculative(REQUEST))).reason
+
+
+def test_saved_draft_costs_scale_by_the_drafts_own_step(models, tmp_path, monkeypatch):
+    """The target's step and the draft's need not change alike (an int8 draft runs other kernels than
+    an fp32 target): the saved draft cost scales by the draft's step as both processes timed it at
+    warm-up, by the target's only where the file has no draft step (saved before it was timed), and
+    not at all past a factor of 2."""
+    path = tmp_path / "costs.json"
+    first = new_pair(models, monkeypatch=monkeypatch)
+    first.remember_costs(path)
+    first.warm_up(REQUEST)
+    list(first.speculative(REQUEST))
+    data = json.loads(path.read_text())
+    assert data["draft_step"] == pytest.approx(0.004)
+    saved = data["costs"][first.setup_key(REQUEST)]["sources"]["draft-model"]["draft"]
+    much_slower = VerifyCosts(TABLE.widths, tuple(1.9 * s for s in TABLE.seconds), 8)
+
+    def draft_mean(draft_step: float) -> float | None:
+        pair = new_pair(models, much_slower, monkeypatch, draft_step)
+        pair.remember_costs(path)
+        pair.warm_up(REQUEST)
+        return pair, pair.cost_model(REQUEST).source("draft-model").draft.mean
+
+    pair, mean = draft_mean(1.1 * 0.004)
+    assert mean == pytest.approx(1.1 * saved[1] / saved[0]) and "1.10 (the draft's step)" in pair.costs_status
+    pair, mean = draft_mean(2.5 * 0.004)
+    assert pair.costs_status.startswith("acceptance only") and pair.cost_model(REQUEST).source("draft-model").draft.weight < 1
+    del data["draft_step"]
+    path.write_text(json.dumps(data))
+    pair, mean = draft_mean(1.1 * 0.004)
+    assert mean == pytest.approx(1.9 * saved[1] / saved[0]) and "1.90 (the target's step)" in pair.costs_status
 
 
 def test_a_speed_ratio_counts_only_within_a_factor():

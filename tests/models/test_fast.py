@@ -14,7 +14,7 @@ from specdec.engine.decoding import speculative_decode, standard_decode
 from specdec.engine.drafters import make_drafter
 from specdec.engine.kvcache import CachedModel
 from specdec.engine.policy import CostModel, CostPolicy
-from specdec.engine.verify_costs import VerifyCosts, measure_verify_costs
+from specdec.engine.verify_costs import VerifyCosts, measure_draft_step, measure_verify_costs
 from specdec.models import fast, loading
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -150,6 +150,10 @@ def test_verify_cost_table_reads_between_widths_and_seeds_the_cost_policy(llama)
     assert "measuring" in policy.choose(("draft-model",)).reason and policy.trust_region(("draft-model",)) == 11
     measured = measure_verify_costs(CachedModel(llama), list(range(3, 20)), widths=(1, 2, 5), repeats=1)
     assert measured.widths == (1, 2, 5) and all(s > 0 for s in measured.seconds) and measured.context == 17
+    # A draft's step, after a context of ids past its own vocabulary (a target with more tokens):
+    # folded into its embedding rows, timed like the table's width 1.
+    rows = llama.get_input_embeddings().num_embeddings
+    assert measure_draft_step(llama, [rows + 5, 3, 2 * rows + 1], repeats=1) > 0
 
 
 @pytest.mark.integration
