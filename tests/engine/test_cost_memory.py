@@ -35,6 +35,16 @@ REQUEST = Request("w5 w9 w14 w5 w9 w14 w22", max_new_tokens=24, raw=True, drafte
                   spec=Speculation(k=4, policy="cost"), sampling=Sampling())
 
 
+def saved_run(models, path, monkeypatch):
+    """A pair that remembers its costs at path, warmed up and run once on REQUEST (which saves them),
+    and what it saved."""
+    first = new_pair(models, monkeypatch=monkeypatch)
+    first.remember_costs(path)
+    first.warm_up(REQUEST)
+    list(first.speculative(REQUEST))
+    return first, json.loads(path.read_text())
+
+
 def test_a_cost_model_survives_its_json():
     policy = CostPolicy(16, CostModel())
     policy.costs.seed_verify(TABLE)
@@ -49,11 +59,7 @@ def test_a_cost_model_survives_its_json():
 
 def test_a_new_pair_starts_from_what_the_last_one_learned(models, tmp_path, monkeypatch):
     path = tmp_path / "costs.json"
-    first = new_pair(models, monkeypatch=monkeypatch)
-    first.remember_costs(path)
-    first.warm_up(REQUEST)
-    list(first.speculative(REQUEST))
-    saved = json.loads(path.read_text())
+    first, saved = saved_run(models, path, monkeypatch)
     key = first.setup_key(REQUEST)
     assert saved["version"] == COSTS_VERSION and saved["costs"][key]["sources"]["draft-model"]["kept"]
     second = new_pair(models, monkeypatch=monkeypatch)
@@ -94,14 +100,11 @@ def test_a_new_process_knows_which_sources_are_free():
 
 def test_another_machine_keeps_the_acceptance_and_measures_its_timings(models, tmp_path, monkeypatch):
     """A verify-cost table that disagrees by more than a factor of 2 (every pass three times slower,
-    the draft's too: another kind of machine) takes over what the pair and the text decided, acceptance by position,
-    and none of the timings: the draft's cost is measured again."""
+    the draft's too: another kind of machine) takes over what the pair and the text decided,
+    acceptance by position, and none of the timings: the draft's cost is measured again."""
     path = tmp_path / "costs.json"
-    first = new_pair(models, monkeypatch=monkeypatch)
-    first.remember_costs(path)
-    first.warm_up(REQUEST)
-    list(first.speculative(REQUEST))
-    saved = json.loads(path.read_text())["costs"][first.setup_key(REQUEST)]
+    first, data = saved_run(models, path, monkeypatch)
+    saved = data["costs"][first.setup_key(REQUEST)]
     slower = VerifyCosts(TABLE.widths, tuple(3 * s for s in TABLE.seconds), 8)
     second = new_pair(models, slower, monkeypatch, draft_step=3 * 0.004)
     second.remember_costs(path)
@@ -120,11 +123,8 @@ def test_a_slower_run_of_the_same_machine_scales_the_saved_draft_costs(models, t
     slower a step runs, prices the draft model at once, worth one observation, so no round is spent
     measuring it; its acceptance is the saved one, its pass times its own table's."""
     path = tmp_path / "costs.json"
-    first = new_pair(models, monkeypatch=monkeypatch)
-    first.remember_costs(path)
-    first.warm_up(REQUEST)
-    list(first.speculative(REQUEST))
-    saved = json.loads(path.read_text())["costs"][first.setup_key(REQUEST)]["sources"]["draft-model"]["draft"]
+    first, data = saved_run(models, path, monkeypatch)
+    saved = data["costs"][first.setup_key(REQUEST)]["sources"]["draft-model"]["draft"]
     slower = VerifyCosts(TABLE.widths, tuple(1.35 * s for s in TABLE.seconds), 8)
     second = new_pair(models, slower, monkeypatch, draft_step=1.35 * 0.004)
     second.remember_costs(path)
@@ -143,16 +143,12 @@ def test_saved_draft_costs_scale_by_the_drafts_own_step(models, tmp_path, monkey
     warm-up, by the target's only where the file has no draft step (saved before it was timed), and
     not at all past a factor of 2."""
     path = tmp_path / "costs.json"
-    first = new_pair(models, monkeypatch=monkeypatch)
-    first.remember_costs(path)
-    first.warm_up(REQUEST)
-    list(first.speculative(REQUEST))
-    data = json.loads(path.read_text())
+    first, data = saved_run(models, path, monkeypatch)
     assert data["draft_step"] == pytest.approx(0.004)
     saved = data["costs"][first.setup_key(REQUEST)]["sources"]["draft-model"]["draft"]
     much_slower = VerifyCosts(TABLE.widths, tuple(1.9 * s for s in TABLE.seconds), 8)
 
-    def draft_mean(draft_step: float) -> float | None:
+    def draft_mean(draft_step: float) -> tuple[Pair, float | None]:
         pair = new_pair(models, much_slower, monkeypatch, draft_step)
         pair.remember_costs(path)
         pair.warm_up(REQUEST)
@@ -189,10 +185,7 @@ def test_a_folder_that_cannot_be_written_costs_the_run_nothing(models, tmp_path,
 @pytest.mark.parametrize("spoil", ["another version", "broken"])
 def test_costs_from_elsewhere_are_ignored(models, tmp_path, monkeypatch, spoil):
     path = tmp_path / "costs.json"
-    first = new_pair(models, monkeypatch=monkeypatch)
-    first.remember_costs(path)
-    first.warm_up(REQUEST)
-    list(first.speculative(REQUEST))
+    first, _ = saved_run(models, path, monkeypatch)
     table = TABLE
     if spoil == "another version":
         path.write_text(json.dumps({**json.loads(path.read_text()), "version": COSTS_VERSION + 1}))
@@ -247,10 +240,7 @@ def test_setups_that_draft_differently_keep_their_own_evidence(models, monkeypat
 def test_a_fresh_verify_table_wins_over_a_saved_one(models, tmp_path, monkeypatch):
     """Restored acceptance, yes; restored pass times only where this machine measured none now."""
     path = tmp_path / "costs.json"
-    first = new_pair(models, monkeypatch=monkeypatch)
-    first.remember_costs(path)
-    first.warm_up(REQUEST)
-    list(first.speculative(REQUEST))
+    first, _ = saved_run(models, path, monkeypatch)
     slower = VerifyCosts(TABLE.widths, tuple(1.12 * s for s in TABLE.seconds), 8)  # agrees within 15%
     second = new_pair(models, slower, monkeypatch)
     second.remember_costs(path)
