@@ -19,7 +19,7 @@ from .loaded import Loaded, TokenizerMismatch, check_tokenizers
 from .policy import CostModel, make_policy
 from .text import encode_prompt
 from .verdicts import Divergence, numerical_tie
-from .verify_costs import VerifyCosts, measure_draft_step, measure_verify_costs
+from .verify_costs import VerifyCosts, measure_draft_step, measure_verify_costs, speed_ratio
 
 AUTO_K_MAX = 32
 COSTS_VERSION = 2  # of the persisted cost models' JSON: a file of another version is ignored (2: finer
@@ -320,8 +320,7 @@ class Pair:
         draft ran 18.5 ms a token against 17 saved, and a new process priced its first drafts at
         34 ms a token and stopped them early."""
         if saved_step and self.draft_step:
-            ratio = self.draft_step / saved_step
-            return (ratio if 0.5 <= ratio <= 2.0 else None), "the draft's step"
+            return speed_ratio(self.draft_step, saved_step), "the draft's step"
         return saved_table.speed_ratio(self.verify_costs), "the target's step"
 
     def save_costs(self) -> None:

@@ -416,8 +416,9 @@ class CostModel:
         Smith and Winkler, "The Optimizer's Curse", Management Science 2006). On the Qwen pair's
         Spec-Bench sample, prompt lookup priced above the draft model on prose kept 1.0-1.55 tokens
         a round (its first token at most half the time) over 5-14 rounds of an answer, where the
-        draft model made 2.4-3.8 (docs/bench-auto/round_trace.py). Its own rounds are the check the running mean lacks: alpha_1 is
-        scaled by what they kept over what they were promised (CostPolicy.rates), so a source that
+        draft model made 2.4-3.8 (docs/bench-auto/round_trace.py). Its own rounds are the check the
+        running mean lacks: alpha_1 is scaled by what they kept over what they were promised
+        (CostPolicy.rates), so a source that
         keeps falling short on this text stops being chosen, one that keeps more (text that copies)
         is chosen more, and a new request starts unscaled. Position 1 only: deeper positions learn
         from its own rounds alone (asked_depth), so their estimates carry no such selection, and a

@@ -69,10 +69,15 @@ class VerifyCosts:
         return bool(common) and close(self.at(1), other.at(1)) and all(close(self.steps(n), other.steps(n)) for n in common)
 
     def speed_ratio(self, other: "VerifyCosts", within: float = 2.0) -> float | None:
-        """other's decode step over this one's, where it is within a factor of `within` (the same
-        kind of machine, slower or faster); None past it."""
-        ratio = other.at(1) / self.at(1)
-        return ratio if 1 / within <= ratio <= within else None
+        """other's decode step over this one's (speed_ratio)."""
+        return speed_ratio(other.at(1), self.at(1), within)
+
+
+def speed_ratio(now: float, then: float, within: float = 2.0) -> float | None:
+    """How much slower (above 1) or faster a step now runs than then, where that is within a factor
+    of `within` (the same kind of machine); None past it."""
+    ratio = now / then
+    return ratio if 1 / within <= ratio <= within else None
 
 
 def measure_verify_costs(target: CachedModel, context_ids: list[int], widths: tuple[int, ...] = WIDTHS,
