@@ -20,6 +20,7 @@ from specdec.engine.pair import Pair, Request
 from specdec.models.loading import load_model
 
 BASE = Request("", 128, Sampling(), Speculation(k=4))
+SAMPLED = Sampling(temperature=0.7, top_p=0.9)  # run.sh's sampled setups
 
 
 def qwen_pair() -> Pair:
@@ -106,8 +107,12 @@ def with_drafter(drafter: str, policy: str) -> Callable[[Request], Request]:
 def flag_ab(owner: type, attribute: str, lanes: dict[str, object]) -> None:
     """Auto on the Qwen pair (SmolLM2 alone where the command line says --smollm2) over the session,
     one lane per value of owner.attribute (a class flag such as CostPolicy.OPTIMISTIC), set before
-    each lane's turn; prints the first lane's ratio over each other's."""
+    each lane's turn; prints the first lane's ratio over each other's. --sampled: every turn sampled
+    as SAMPLED (seed 0; the lanes' texts part where their drafts consume the sampler differently)."""
     pair = smollm2_pair() if "--smollm2" in sys.argv else qwen_pair()
-    passes = run_lanes(pair, dict.fromkeys(lanes, pair.auto), before=lambda lane: setattr(owner, attribute, lanes[lane]))
+    auto = pair.auto
+    if "--sampled" in sys.argv:
+        auto = lambda request: pair.auto(replace(request, sampling=SAMPLED))  # noqa: E731
+    passes = run_lanes(pair, dict.fromkeys(lanes, auto), before=lambda lane: setattr(owner, attribute, lanes[lane]))
     first, *others = lanes
     print_ratios(passes, [(first, other) for other in others])

@@ -11,22 +11,31 @@ second by source.
 
     cp ~/.cache/specdec/costs/<the pair's file>.json /tmp/costs.json   # a copy: the run saves into it
     PYTHONPATH=. .venv/bin/python docs/bench-auto/round_trace.py /tmp/costs.json specdec-015,specdec-023
-    (- for no saved costs)
+    (- for no saved costs; --sampled: temperature 0.7, top-p 0.9, seed 0, as run.sh's sampled setups;
+    --only: the named questions alone, in the sample's order, as run.sh's one-question-per-task setups)
 """
 import collections
 import sys
 import time
 from dataclasses import replace
 
-from ab_session import BASE, qwen_pair
+from ab_session import BASE, SAMPLED, qwen_pair
 from specdec.bench import spec_bench
 from specdec.engine import policy as P
 
+if "--sampled" in sys.argv:
+    sys.argv.remove("--sampled")
+    BASE = replace(BASE, sampling=SAMPLED)
+only = "--only" in sys.argv
+if only:
+    sys.argv.remove("--only")
 pair = qwen_pair()
 if sys.argv[1] != "-":
     pair.remember_costs(sys.argv[1])
 show = set(sys.argv[2].split(",")) if len(sys.argv) > 2 else set()
 questions = spec_bench.sample(spec_bench.read_questions(spec_bench.SAMPLE), 1, 0)
+if only:
+    questions = [q for q in questions if q.id in show]
 pair.warm_up(pair.auto(replace(BASE, prompt=questions[0].turns[0])))
 print("saved costs:", pair.costs_status)
 print("verify table:", dict(zip(pair.verify_costs.widths, (round(s, 4) for s in pair.verify_costs.seconds))))

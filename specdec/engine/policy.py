@@ -68,8 +68,8 @@ CARRIED_FREE_DEPTH = 2.0
 # Observations of a model source's acceptance by confidence a new request starts from: the calibration
 # maps the draft's own confidence, which follows the new text, to acceptance, so it carries over more.
 CARRIED_CALIBRATION = 32.0
-# A free source's alpha_1 checked against its own rounds (CostModel.observe_yield): the promised
-# first tokens the ratio is shrunk with, and the decay of both sums each own round.
+# A free source's or a model tree's alpha_1 checked against its own rounds (CostModel.observe_yield):
+# the promised first tokens the ratio is shrunk with, and the decay of both sums each own round.
 YIELD_PRIOR = 2.0
 YIELD_DECAY = 0.9
 
@@ -172,7 +172,7 @@ class SourceCosts:
     width: Decayed = None  # type: ignore[assignment]  # tokens in its rounds' target passes (trees)
     calibration: Calibration = field(default_factory=Calibration)  # acceptance by draft confidence
     request_depth: int = 0  # the deepest position tested on this request's text (start_request resets it)
-    # This request's own rounds (a free source's): how many kept their first token, and how many its
+    # This request's own rounds (a free source's or a tree's: CostModel.yield_checked): how many kept their first token, and how many its
     # alpha_1 promised when it was chosen (CostModel.observe_yield, yield_ratio), decayed by YIELD_DECAY.
     yield_kept: float = 0.0
     yield_promised: float = 0.0
@@ -290,6 +290,7 @@ class CostModel:
     OUTLIER = 1.5  # the most one pass counts for, as a multiple of the estimate so far
     OFFERED_DEPTH = True  # a tree or lookup tested as deep as asked (asked_depth)
     YIELD_CHECKED = True  # a free source's alpha_1 scaled by what its own rounds kept (observe_yield)
+    YIELD_CHECKED_TREES = True  # a model tree's too (observe_yield)
 
     def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
@@ -407,8 +408,9 @@ class CostModel:
         self.seen_widths.add(width)
 
     def observe_yield(self, round: RoundEvent, source: str) -> None:
-        """A free source's round: the alpha_1 it was chosen on (its mean, which this round has not
-        yet moved) against whether it kept its first token, for SourceCosts.yield_ratio.
+        """A free source's or a model tree's round (yield_checked): the alpha_1 it was chosen on (its
+        mean, which this round has not yet moved) against whether it kept its first token, for
+        SourceCosts.yield_ratio. (For a model tree, yield_checked says why.)
 
         A free source's alpha_1 is judged every round (observe_free), a running mean over the last
         ten or so, and the policy drafts from it in the rounds where that mean is high: its rounds
@@ -425,12 +427,26 @@ class CostModel:
         ratio over whole rounds charged a lookup asked 16 deep for its deep positions' uncertainty
         (on SmolLM2 alone it handed copying text from prompt lookup to token recycling's shallower
         trees: 0.976 cold in the A/B, docs/bench-auto/yield_check_ab.smollm2.txt)."""
-        if not (self.YIELD_CHECKED and self.is_free(source)):
+        if not self.yield_checked(source):
             return
         costs = self.source(source)
         promised = self.position_alphas(source, 1)[0]
         costs.yield_kept = YIELD_DECAY * costs.yield_kept + (round.accepted > 0)
         costs.yield_promised = YIELD_DECAY * costs.yield_promised + promised
+
+    def yield_checked(self, source: str) -> bool:
+        """Whether source's alpha_1 is checked against its own rounds (observe_yield): a free source's
+        (chosen on a running mean), and a model tree's (priced on its position alphas alone).
+
+        A model chain's rounds are cut by its stop rule on this text's own confidences; a tree's are
+        not (its budget is drafted whatever the draft's confidence), so until this request's rounds
+        outweigh the CARRIED_EVIDENCE behind its alphas, a tree drafts on the text before. On the
+        Qwen pair, sampled, a 16-token translation answer after a coding one drafted a 16-node draft
+        tree in 8 of its 9 rounds, on the coding answer's alphas, and kept 0, 0, 2, 0, 0, 4, 0, 0 and
+        1 tokens at about three plain steps a round: 0.57x standard decoding (docs/spec-bench/notes.md)."""
+        if self.is_free(source):
+            return self.YIELD_CHECKED
+        return self.YIELD_CHECKED_TREES and tree_budget(source) is not None
 
     def asked_depth(self, round: RoundEvent, source: str) -> int:
         """How deep the round tested its source: the positions a miss there counts against.
@@ -660,7 +676,8 @@ class CostPolicy:
     Draws are optimistic (draw_alpha_1): none below its posterior mean, since a low draw of the best
     source hands a round away and learns nothing about the rival that gets it. A free source takes its
     mean (FREE_AT_MEAN), scaled by what its own rounds on this request kept of what it promised
-    (CostModel.observe_yield: the winner's curse of choosing on a running mean).
+    (CostModel.observe_yield: the winner's curse of choosing on a running mean); so is a model tree's
+    draw (CostModel.yield_checked: no stop rule reads this text's confidences for it).
 
     Reach. A source drafts at most twice as deep as its rounds have been tested (a tree: on this
     request's text), and at least MIN_REACH (geometric widening: each round that reaches its depth doubles what

@@ -589,3 +589,26 @@ def test_a_free_source_that_keeps_less_than_it_promised_on_this_text_is_priced_b
     costs.start_request(evidence=10.0)
     assert costs.source(LOOKUP).yield_ratio() == 1.0
     assert costs_after(own_kept=4).source(LOOKUP).yield_ratio() > 1.2
+
+
+def test_a_model_tree_that_keeps_less_than_its_carried_alphas_promise_is_priced_by_what_it_kept(monkeypatch):
+    """A draft tree taught on text it drafted well (alpha 0.85), then a new request on which its own
+    first three rounds keep nothing: checked against its own rounds (CostModel.yield_checked), the
+    draft model's chain gets the next round; unchecked, the carried alphas keep the tree first. A
+    chain's rounds are cut by its stop rule, never checked: its misses leave its sums untouched."""
+    v = {n: 1.0 + 0.05 * (n - 1) for n in range(1, 18)}
+    tree = "draft-tree:16"
+    best = {}
+    for checked in (True, False):
+        monkeypatch.setattr(CostModel, "YIELD_CHECKED_TREES", checked)
+        costs = teach(v, c=0.1, alpha=0.85, depth=4, source=tree)
+        costs.sources[MODEL] = teach(v, c=0.05, alpha=0.55, depth=4).sources[MODEL]
+        costs.start_request()
+        for i in range(3):
+            costs.observe(asked(300 + i, 4, 16, 0), tree)
+            costs.observe(asked(300 + i, 4, 4, 0), MODEL)
+        policy = CostPolicy(k_max=8, costs=costs)
+        best[checked] = max(policy.rates(tree)) > max(policy.rates(MODEL))
+        assert costs.source(tree).alpha(1) > 0.55  # its mean alone, 8 carried rounds against 3
+        assert costs.source(MODEL).yield_promised == 0.0
+    assert best == {True: False, False: True}
