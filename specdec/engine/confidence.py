@@ -128,17 +128,14 @@ class StopRule:
     pass_seconds: Callable[[int], float]
     overhead: float = 0.0
     horizon: int = 8
-    # The first token's a(c) scaled by what this request's own rounds kept of what they promised at
-    # position 1 (policy.CostModel.observe_yield); 1 where the source is not so checked.
-    first_scale: float = 1.0
 
     def keep_drafting(self, confidences: Sequence[float]) -> bool:
         """After drafting len(confidences) tokens: would drafting on to some depth up to the horizon
         raise the round's expected rate?"""
         j = len(confidences)
         survive, expected = 1.0, 1.0
-        for i, confidence in enumerate(confidences):
-            survive *= min(1.0, self.accept(confidence) * (self.first_scale if i == 0 else 1.0))
+        for confidence in confidences:
+            survive *= self.accept(confidence)
             expected += survive
         now = expected / (j * self.draft_seconds + self.pass_seconds(j + 1) + self.overhead)
         alphas = self.position_alpha or (0.5,)

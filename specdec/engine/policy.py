@@ -291,7 +291,6 @@ class CostModel:
     OFFERED_DEPTH = True  # a tree or lookup tested as deep as asked (asked_depth)
     YIELD_CHECKED = True  # a free source's alpha_1 scaled by what its own rounds kept (observe_yield)
     YIELD_CHECKED_TREES = True  # a model tree's too (observe_yield)
-    YIELD_CHECKED_CHAINS = False  # a model chain's too, its stop rule's first token included
 
     def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
@@ -447,7 +446,7 @@ class CostModel:
         1 tokens at about three plain steps a round: 0.57x standard decoding (docs/spec-bench/notes.md)."""
         if self.is_free(source):
             return self.YIELD_CHECKED
-        return self.YIELD_CHECKED_TREES if tree_budget(source) is not None else self.YIELD_CHECKED_CHAINS
+        return self.YIELD_CHECKED_TREES and tree_budget(source) is not None
 
     def asked_depth(self, round: RoundEvent, source: str) -> int:
         """How deep the round tested its source: the positions a miss there counts against.
@@ -806,8 +805,7 @@ class CostPolicy:
         passes = tuple(self.costs.pass_seconds_many(range(1, horizon + 2)))
         return StopRule(lambda c: costs.calibration.acceptance(c, alphas[0]), tuple(alphas),
                         costs.draft.mean or 0.0, lambda n: passes[min(n, len(passes)) - 1],
-                        self.costs.overhead.mean or 0.0, horizon,
-                        costs.yield_ratio() if costs.yield_promised else 1.0)
+                        self.costs.overhead.mean or 0.0, horizon)
 
     def best(self, sources: Sequence[str], reach: int, plain_round: float,
              alpha_1: dict[str, float] | None = None) -> tuple[str, int, float]:
