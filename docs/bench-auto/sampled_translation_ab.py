@@ -45,7 +45,8 @@ for seed in range(int(sys.argv[2]) if len(sys.argv) > 2 else 10):
                 with pair.recycling_from(table.copy()):
                     rounds = list(pair.speculative(pair.auto(request)))
                 tokens = sum(len(r.tokens) for r in rounds)
-                trees = f" ({sum(str(r.source).startswith('draft-tree') for r in rounds)} of {len(rounds)} rounds a draft tree)"
+                tree_rounds = sum(str(r.source).startswith("draft-tree") for r in rounds)
+                trees = f" ({tree_rounds} of {len(rounds)} rounds a draft tree)"
             seconds = time.perf_counter() - start
             totals[lane][0] += tokens
             totals[lane][1] += seconds

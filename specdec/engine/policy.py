@@ -172,8 +172,9 @@ class SourceCosts:
     width: Decayed = None  # type: ignore[assignment]  # tokens in its rounds' target passes (trees)
     calibration: Calibration = field(default_factory=Calibration)  # acceptance by draft confidence
     request_depth: int = 0  # the deepest position tested on this request's text (start_request resets it)
-    # This request's own rounds (a free source's or a tree's: CostModel.yield_checked): how many kept their first token, and how many its
-    # alpha_1 promised when it was chosen (CostModel.observe_yield, yield_ratio), decayed by YIELD_DECAY.
+    # This request's own rounds (a free source's or a model tree's: CostModel.yield_checked): how many
+    # kept their first token, and how many its alpha_1 promised when it was chosen (observe_yield,
+    # yield_ratio), decayed by YIELD_DECAY.
     yield_kept: float = 0.0
     yield_promised: float = 0.0
 
@@ -443,7 +444,12 @@ class CostModel:
         outweigh the CARRIED_EVIDENCE behind its alphas, a tree drafts on the text before. On the
         Qwen pair, sampled, a 16-token translation answer after a coding one drafted a 16-node draft
         tree in 8 of its 9 rounds, on the coding answer's alphas, and kept 0, 0, 2, 0, 0, 4, 0, 0 and
-        1 tokens at about three plain steps a round: 0.57x standard decoding (docs/spec-bench/notes.md)."""
+        1 tokens at about three plain steps a round: 0.57x standard decoding (docs/spec-bench/notes.md).
+        Checked, three such rounds hand the tree's rounds back (test_policy). Over the 21-turn
+        session it reads level (docs/bench-auto/tree_yield_check_ab.txt: 0.995 cold / 1.011 warm
+        greedy, 1.019 / 1.016 sampled); a model chain checked too read 1.018 on twenty sampled
+        translations (sampled_translation_ab.chains.txt) and was left out: its stop rule already
+        reads this text."""
         if self.is_free(source):
             return self.YIELD_CHECKED
         return self.YIELD_CHECKED_TREES and tree_budget(source) is not None
@@ -670,9 +676,10 @@ class CostPolicy:
     (SourceCosts.age), so no verdict is final: what prose taught gets retried on the code that follows.
     This replaced taking alpha_1 one standard error low plus probes at a backing-off rate (hope: one
     standard error high): on the Qwen pair a draft model whose first three rounds were unlucky (a
-    conversation: 4 of 4, then 0, 0) was judged below plain decoding at once and the probes went to thinly measured free sources
-    instead, so whole answers ran as plain decoding beside a draft accepted ~80% of the time
-    (docs/auto-notes.md). Draws come from the policy's own seeded generator, never the sampler's.
+    conversation: 4 of 4, then 0, 0) was judged below plain decoding at once and the probes went to
+    thinly measured free sources instead, so whole answers ran as plain decoding beside a draft
+    accepted ~80% of the time (docs/auto-notes.md). Draws come from the policy's own seeded
+    generator, never the sampler's.
     Draws are optimistic (draw_alpha_1): none below its posterior mean, since a low draw of the best
     source hands a round away and learns nothing about the rival that gets it. A free source takes its
     mean (FREE_AT_MEAN), scaled by what its own rounds on this request kept of what it promised
