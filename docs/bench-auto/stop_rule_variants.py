@@ -10,7 +10,12 @@ learns it.
 - slow calibration: decay 0.99 and 100 observations carried into a turn (against 0.97 and 32);
 - alphas: the rule's position alphas (what an undrafted token is expected to keep) made monotone
   (each no lower than the one above), no lower than position 2's, or pooled past position 1;
-- oracle alphas: the online calibration with the position alphas fitted on all six turns.
+- oracle alphas: the online calibration with the position alphas fitted on all six turns;
+- floor c: the online rule, but a draft stops at once after a token below confidence c (first: only
+  after the first token), transformers' stop on top of the look-ahead;
+- after last confidence: the look-ahead's next undrafted token expected at what tokens after a token
+  of the last drafted one's confidence kept (a second calibration, by the confidence before), not at
+  its position's average: after an unsure token the text stays unsure.
 
     PYTHONPATH=. .venv/bin/python docs/bench-auto/stop_rule_variants.py > docs/bench-auto/stop_rule_variants.txt
 """
@@ -29,14 +34,18 @@ class Variant(sim.Evidence):
     """stop_rules_sim.Evidence (online) with a calibration intercept and reshaped position alphas."""
 
     def __init__(self, tau=None, calibration_decay=0.97, carried=CARRIED_CALIBRATION, alphas="as learned",
-                 fixed_alphas=None):
+                 fixed_alphas=None, floor=None, first_only=False, after_last=False):
         super().__init__()
         self.calibration = Calibration(decay=calibration_decay)
         self.tau, self.carried, self.shape, self.fixed_alphas = tau, carried, alphas, fixed_alphas
+        self.floor, self.first_only = floor, first_only
+        self.after = Calibration(decay=calibration_decay) if after_last else None  # by the confidence before
         self.tested = self.kept_here = self.predicted = 0.0  # this turn's tested positions
 
     def new_turn(self):  # Evidence.new_turn's caps, the calibration's at `carried`
         self.calibration.cap(self.carried)
+        if self.after is not None:
+            self.after.cap(self.carried)
         for counts in self.kept:
             if counts[0] > sim.CARRIED_EVIDENCE:
                 counts[:] = [sim.CARRIED_EVIDENCE, counts[1] * sim.CARRIED_EVIDENCE / counts[0]]
@@ -67,6 +76,14 @@ class Variant(sim.Evidence):
         return observed / ((self.predicted + h) / (self.tested - self.predicted + h))
 
     def learn(self, confidences, accepted):
+        if self.after is not None:  # position i (tested: all before it kept) by position i - 1's confidence
+            tested = confidences[: accepted + 1]
+            self.after.tested = [t * self.after.decay for t in self.after.tested]
+            self.after.kept = [k * self.after.decay for k in self.after.kept]
+            for i in range(1, len(tested)):
+                b = self.after.bin(tested[i - 1])
+                self.after.tested[b] += 1.0
+                self.after.kept[b] += 1.0 if i < accepted else 0.0
         prior = self.alphas()[0]
         for i, confidence in enumerate(confidences[: accepted + 1]):
             self.tested += 1
@@ -82,7 +99,15 @@ class Variant(sim.Evidence):
         def accept(c):
             a = self.calibration.acceptance(c, alphas[0])
             return r * a / (1 - a + r * a)
-        return StopRule(accept, tuple(alphas), d, v, sim.OVERHEAD, sim.DEPTH).keep_drafting
+
+        def keep_drafting(confidences):
+            j, ahead = len(confidences), list(alphas) + [alphas[-1]] * (sim.DEPTH + 1 - len(alphas))
+            if self.floor is not None and j and confidences[-1] < self.floor and (j == 1 or not self.first_only):
+                return False
+            if self.after is not None and j:  # position j + 1, the first undrafted
+                ahead[j] = self.after.acceptance(confidences[-1], ahead[j])
+            return StopRule(accept, tuple(ahead), d, v, sim.OVERHEAD, sim.DEPTH).keep_drafting(confidences)
+        return keep_drafting
 
 
 def main() -> None:
@@ -100,7 +125,10 @@ def main() -> None:
                 "slow calibration": {"calibration_decay": 0.99, "carried": 100.0},
                 **{f"alphas {s}": {"alphas": s} for s in ("monotone", "no lower than position 2's",
                                                            "pooled past position 1")},
-                "oracle alphas": {"fixed_alphas": oracle.alphas()}}
+                "oracle alphas": {"fixed_alphas": oracle.alphas()},
+                **{f"floor {f}": {"floor": f} for f in (0.3, 0.4, 0.5)},
+                **{f"floor {f} first": {"floor": f, "first_only": True} for f in (0.3, 0.4)},
+                "after last confidence": {"after_last": True}}
     print(f"{'variant':44s}" + "".join(f"{name[8:]:>15s}" for name in turns) + "    all six")
     for name, options in variants.items():
         for order in (list(turns), list(turns)[::-1]):
