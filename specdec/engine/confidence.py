@@ -29,7 +29,18 @@ goes on while some m up to the round's cap beats stopping now,
 
     max_{j < m <= horizon} E_m / T_m  >  E_j / T_j,
 
-and stops at once when none does. Looking one token ahead (m = j + 1 only) is SpecDec++'s rule, and
+and stops at once when none does.
+
+After an unsure token. The next token's confidence is unknown, but not unrelated to the last one's:
+text the draft is unsure of stays unsure for a while. So the first undrafted token is expected not
+at its position's average but at a second calibration's a'(c_j), P(a token is accepted | the token
+before it was, with confidence c_j), learned from the same tested positions (each position from the
+second, binned by the confidence before it) and shrunk the same way towards halfway between the
+position's average and c_j. Expected at the average, a first token at confidence 0.2 was drafted
+on with three more on the Qwen pair's prose, since on this CPU a pass over 5 tokens costs what one
+over 2 does, and those rounds kept nothing at 0.3 s a token (docs/spec-bench/notes.md); in replay
+on six answers the rule gains 1-2% (docs/bench-auto/stop_rule_variants.py, "after last
+confidence"), most on prose. Looking one token ahead (m = j + 1 only) is SpecDec++'s rule, and
 is enough where v(n) is convex; on a CPU it is not (verify_costs.py: on the Qwen pair a pass over 5
 tokens costs less than one over 3), and a myopic rule, seeing the third token cost more than it
 brings, stopped drafts at 2 that the fourth and fifth would have paid for. The threshold on
@@ -128,6 +139,9 @@ class StopRule:
     pass_seconds: Callable[[int], float]
     overhead: float = 0.0
     horizon: int = 8
+    # after(c, a_bar) -> the next token's acceptance after a drafted token of confidence c, where its
+    # position's average is a_bar (the module docstring's "After an unsure token"); None: a_bar.
+    after: Callable[[float, float], float] | None = None
 
     def keep_drafting(self, confidences: Sequence[float]) -> bool:
         """After drafting len(confidences) tokens: would drafting on to some depth up to the horizon
@@ -140,7 +154,10 @@ class StopRule:
         now = expected / (j * self.draft_seconds + self.pass_seconds(j + 1) + self.overhead)
         alphas = self.position_alpha or (0.5,)
         for m in range(j + 1, max(self.horizon, j + 1) + 1):
-            survive *= alphas[min(m - 1, len(alphas) - 1)]
+            alpha = alphas[min(m - 1, len(alphas) - 1)]
+            if m == j + 1 and j and self.after is not None:
+                alpha = self.after(confidences[-1], alpha)
+            survive *= alpha
             expected += survive
             if expected / (m * self.draft_seconds + self.pass_seconds(m + 1) + self.overhead) > now:
                 return True

@@ -171,6 +171,7 @@ class SourceCosts:
     kept: list[Decayed] = field(default_factory=list)  # per position: decayed share of tested kept
     width: Decayed = None  # type: ignore[assignment]  # tokens in its rounds' target passes (trees)
     calibration: Calibration = field(default_factory=Calibration)  # acceptance by draft confidence
+    after: Calibration = field(default_factory=Calibration)  # acceptance by the confidence before it
     request_depth: int = 0  # the deepest position tested on this request's text (start_request resets it)
     # This request's own rounds (a free source's or a model tree's: CostModel.yield_checked): how many
     # kept their first token, and how many its alpha_1 promised when it was chosen (observe_yield,
@@ -226,7 +227,8 @@ class SourceCosts:
 
     def to_json(self) -> dict:
         return {"draft": self.draft.to_json(), "kept": [k.to_json() for k in self.kept],
-                "width": self.width.to_json(), "calibration": self.calibration.to_json()}
+                "width": self.width.to_json(), "calibration": self.calibration.to_json(),
+                "after": self.after.to_json()}
 
     @classmethod
     def from_json(cls, data: dict, decay: float) -> "SourceCosts":
@@ -234,6 +236,8 @@ class SourceCosts:
         costs.draft, costs.width = Decayed.from_json(data["draft"], decay), Decayed.from_json(data["width"], decay)
         costs.kept = [Decayed.from_json(k, decay) for k in data["kept"]]
         costs.calibration = Calibration.from_json(data["calibration"])
+        if "after" in data:  # (files saved before it learn it afresh)
+            costs.after = Calibration.from_json(data["after"])
         return costs
 
     def observe(self, depth: int, accepted: int, pass_seconds: float | None) -> None:
@@ -268,8 +272,16 @@ class SourceCosts:
             kept.cap(evidence if deep is None or position == 1 else min(evidence, deep))
         self.width.cap(evidence)
         self.calibration.cap(calibration)
+        self.after.cap(calibration)
         self.request_depth = 0
         self.yield_kept = self.yield_promised = 0.0
+
+    def observe_confidences(self, confidences: Sequence[float], accepted: int) -> None:
+        """A model chain's drafted confidences and how many were accepted: acceptance by confidence
+        (calibration), and by the confidence before (after: position i + 1 of the round is the i-th
+        position of confidences[:-1], tested where i <= accepted, kept where i < accepted)."""
+        self.calibration.observe(confidences, accepted)
+        self.after.observe(confidences[:-1], accepted - 1)
 
     def yield_ratio(self, prior: float = YIELD_PRIOR) -> float:
         """First tokens this request's own rounds kept over those their alpha_1 promised, shrunk
@@ -388,7 +400,7 @@ class CostModel:
             costs.observe(self.asked_depth(round, source), round.accepted,
                           proposing / round.draft_length if steady else None)
             if round.tree is None:
-                costs.calibration.observe(round.confidences, round.accepted)
+                costs.observe_confidences(round.confidences, round.accepted)
             costs.width.add(len(round.drafted) + 1)
             self.observed.add(str(source))
             if round.tree is not None and round.tree.nested:
@@ -513,7 +525,7 @@ class CostModel:
         if depth:
             costs = self.source(tree.chain)
             costs.observe(depth, accepted, None)
-            costs.calibration.observe(confidences, accepted)
+            costs.observe_confidences(confidences, accepted)
             self.observed.add(tree.chain)
 
     def observe_free(self, drafts: Mapping[str, "Draft"], committed: Sequence[int]) -> None:
@@ -700,6 +712,7 @@ class CostPolicy:
     MIN_REACH = 4
     OPTIMISTIC = True  # draws no lower than the posterior mean (draw_alpha_1)
     FREE_AT_MEAN = True  # a free source's alpha_1 at its posterior mean, never drawn (draw_alpha_1)
+    AFTER_LAST = True  # the stop rule expects the next token by the last one's confidence (StopRule.after)
 
     def __init__(self, k_max: int, costs: CostModel | None = None, seed: int = 0):
         self.k_max = k_max
@@ -810,9 +823,10 @@ class CostPolicy:
         alphas = self.costs.position_alphas(source, max(1, costs.tested_depth))
         # v(1..horizon + 1), read off the table once: the rule asks for them after every drafted token.
         passes = tuple(self.costs.pass_seconds_many(range(1, horizon + 2)))
+        after = costs.after.acceptance if self.AFTER_LAST and costs.after.evidence >= self.MIN_CALIBRATION else None
         return StopRule(lambda c: costs.calibration.acceptance(c, alphas[0]), tuple(alphas),
                         costs.draft.mean or 0.0, lambda n: passes[min(n, len(passes)) - 1],
-                        self.costs.overhead.mean or 0.0, horizon)
+                        self.costs.overhead.mean or 0.0, horizon, after)
 
     def best(self, sources: Sequence[str], reach: int, plain_round: float,
              alpha_1: dict[str, float] | None = None) -> tuple[str, int, float]:

@@ -82,6 +82,40 @@ def test_the_stop_rule_looks_past_a_dear_width_to_cheap_ones():
     assert not StopRule(lambda c: c, (0.9,), 0.05, v.__getitem__, horizon=2).keep_drafting([0.8])
 
 
+def test_after_an_unsure_token_the_next_is_expected_as_unsure():
+    """A pass over 5 tokens costs what one over 2 does (this CPU's table), d = 0.02 s, a_bar = 0.8.
+    After a first token at 0.2 (a(c) = c), expected at the position average the three tokens after it
+    are cheap enough to draft: E rises 0.2 * (0.8 + 0.64 + 0.51) for 0.06 s. Where tokens after an
+    unsure one were kept a fifth of the time (after), the next is expected at 0.2 and the draft
+    stops; after a sure token the same rule drafts on."""
+    v = {n: 0.15 + (0.0 if n <= 5 else 0.01 * (n - 5)) for n in range(1, 12)}
+    average = StopRule(lambda c: c, (0.8,), 0.02, v.__getitem__, horizon=4)
+    after = StopRule(lambda c: c, (0.8,), 0.02, v.__getitem__, horizon=4,
+                     after=lambda c, alpha: 0.2 if c < 0.5 else alpha)
+    assert average.keep_drafting([0.2]) and not after.keep_drafting([0.2])
+    assert after.keep_drafting([0.95])
+
+
+def test_tokens_are_calibrated_by_the_confidence_before_them():
+    """SourceCosts.after: position i + 1 of a round binned by position i's confidence, tested where
+    position i was kept. A round of (0.2, 0.9, 0.95) that kept two: position 2 (after 0.2) kept,
+    position 3 (after 0.9) rejected; a round that kept nothing tests none."""
+    from specdec.engine.policy import SourceCosts
+    costs = SourceCosts(decay=1.0)
+    costs.calibration.decay = costs.after.decay = 1.0
+    costs.observe_confidences((0.2, 0.9, 0.95), accepted=2)
+    costs.observe_confidences((0.3, 0.9), accepted=0)
+    after = costs.after
+    assert after.tested[after.bin(0.2)] == 1 and after.kept[after.bin(0.2)] == 1
+    assert after.tested[after.bin(0.9)] == 1 and after.kept[after.bin(0.9)] == 0
+    assert after.evidence == 2 and costs.calibration.evidence == 4
+    restored = SourceCosts.from_json(costs.to_json(), 1.0)
+    assert restored.after.tested == after.tested
+    old = costs.to_json()
+    del old["after"]  # a file saved before it: learned afresh
+    assert SourceCosts.from_json(old, 1.0).after.evidence == 0
+
+
 def rnd(i, drafted, accepted, confidences, draft_s=0.1, verify_s=1.0):
     fates = (ACCEPTED,) * accepted + ((CORRECTED,) if accepted < drafted else ())
     return RoundEvent(i, drafted, tuple(range(drafted)), accepted, tuple(range(accepted + 1)), fates, draft_s * drafted,
@@ -100,6 +134,7 @@ def test_the_cost_policy_hands_out_a_stop_rule_once_calibrated():
         policy.observe(rnd(11 + i, 4, 3, (0.95, 0.9, 0.97, 0.1), draft_s=0.3), MODEL)
     choice = policy.choose([MODEL])
     assert choice.stop is not None and choice.k == 8 and "while its confidence pays" in choice.reason
+    assert choice.stop.after is not None  # 9 positions tested after a drafted one (SourceCosts.after)
     # 0.3 s a draft token against 0.02 s a verified one: an unsure token is not worth another.
     assert choice.stop.keep_drafting([0.95, 0.95]) and not choice.stop.keep_drafting([0.95, 0.1])
 
