@@ -76,14 +76,8 @@ class Variant(sim.Evidence):
         return observed / ((self.predicted + h) / (self.tested - self.predicted + h))
 
     def learn(self, confidences, accepted):
-        if self.after is not None:  # position i (tested: all before it kept) by position i - 1's confidence
-            tested = confidences[: accepted + 1]
-            self.after.tested = [t * self.after.decay for t in self.after.tested]
-            self.after.kept = [k * self.after.decay for k in self.after.kept]
-            for i in range(1, len(tested)):
-                b = self.after.bin(tested[i - 1])
-                self.after.tested[b] += 1.0
-                self.after.kept[b] += 1.0 if i < accepted else 0.0
+        if self.after is not None:  # as policy.SourceCosts.observe_confidences learns it
+            self.after.observe(confidences[:-1], accepted - 1)
         prior = self.alphas()[0]
         for i, confidence in enumerate(confidences[: accepted + 1]):
             self.tested += 1

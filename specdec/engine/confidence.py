@@ -39,7 +39,7 @@ second, binned by the confidence before it) and shrunk the same way towards half
 position's average and c_j. Expected at the average, a first token at confidence 0.2 was drafted
 on with three more on the Qwen pair's prose, since on this CPU a pass over 5 tokens costs what one
 over 2 does, and those rounds kept nothing at 0.3 s a token (docs/spec-bench/notes.md); in replay
-on six answers the rule gains 1-2% (docs/bench-auto/stop_rule_variants.py, "after last
+on six answers the rule gains about 1% (docs/bench-auto/stop_rule_variants.py, "after last
 confidence"), most on prose, and over a 21-turn session it reads level greedy and 1.10-1.15x
 sampled (docs/bench-auto/after_last_ab.py), where a token drawn at low q marks text on which the two
 models' next distributions part. Looking one token ahead (m = j + 1 only) is SpecDec++'s rule, and
