@@ -9,8 +9,11 @@ costs, empty tables), the second from the costs the first taught, in the other o
 recycling table as it stood before that turn in the first pass. Ratios between
 lanes of one pass cancel the machine's drift; across processes the machine drifts by up to 20%.
 """
+import shutil
 import sys
+import tempfile
 import time
+from pathlib import Path
 from dataclasses import replace
 from typing import Callable
 
@@ -65,6 +68,7 @@ def run_lanes(pair: Pair, lanes: dict[str, Callable[[Request], Request]],
     row a turn and each pass's tok/s per lane; returns those."""
     turns = session_turns(pair)
     pair.warm_up(pair.auto(turns[0][1]))
+    print("saved costs:", pair.costs_status, flush=True)
     states = dict.fromkeys(lanes, pair.learned())
     # A lane after another on the same turn would otherwise draft from a table holding this answer;
     # and the warm pass drafts each turn from the table as it stood before that turn in the cold one
@@ -108,8 +112,14 @@ def flag_ab(owner: type, attribute: str, lanes: dict[str, object]) -> None:
     """Auto on the Qwen pair (SmolLM2 alone where the command line says --smollm2) over the session,
     one lane per value of owner.attribute (a class flag such as CostPolicy.OPTIMISTIC), set before
     each lane's turn; prints the first lane's ratio over each other's. --sampled: every turn sampled
-    as SAMPLED (seed 0; the lanes' texts part where their drafts consume the sampler differently)."""
+    as SAMPLED (seed 0; the lanes' texts part where their drafts consume the sampler differently);
+    --costs PATH: every lane starts from the costs saved at PATH (a copy is written to: PATH is
+    left as it was), as a bench run on a machine with saved costs does."""
     pair = smollm2_pair() if "--smollm2" in sys.argv else qwen_pair()
+    if "--costs" in sys.argv:
+        copy = Path(tempfile.mkdtemp()) / "costs.json"
+        shutil.copyfile(sys.argv[sys.argv.index("--costs") + 1], copy)
+        pair.remember_costs(copy)
     auto = pair.auto
     if "--sampled" in sys.argv:
         auto = lambda request: pair.auto(replace(request, sampling=SAMPLED))  # noqa: E731
