@@ -304,13 +304,11 @@ class CostModel:
     OFFERED_DEPTH = True  # a tree or lookup tested as deep as asked (asked_depth)
     YIELD_CHECKED = True  # a free source's alpha_1 scaled by what its own rounds kept (observe_yield)
     YIELD_CHECKED_TREES = True  # a model tree's too (observe_yield)
-    DRIFT_SHARE = 0.3  # the share of a pass's surprise every width's v(n) takes (learn_pass)
 
     def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
         self.verify: dict[int, Decayed] = {}  # tokens in the target pass -> seconds
         self.seen_widths: set[int] = set()
-        self.timed: dict[int, int] = {}  # passes learned at each width in this process (learn_pass)
         self.sources: dict[str, SourceCosts] = {}
         self.overhead = Decayed(decay)  # seconds per round spent outside the models (choosing k)
         self.observed: set[str] = set()  # the sources the last round was evidence for (once each)
@@ -350,7 +348,6 @@ class CostModel:
         target pass times and per-round overhead (the same target on the same device)."""
         other = CostModel(self.decay, self.prior_alpha, self.prior_weight)
         other.verify, other.seen_widths, other.overhead = self.verify, self.seen_widths, self.overhead
-        other.timed = self.timed
         return other
 
     def to_json(self) -> dict:
@@ -364,9 +361,12 @@ class CostModel:
         """Take over what to_json saved: acceptance, draft costs and overhead. Pass times are taken
         only for widths this model has no estimate of, and none where it has seeded a warm-up
         table: the table is fresher, and a saved width between its widths keeps the speed of the
-        last hour that width was used in, not this one's (learn_pass's drift; after a Spec-Bench
-        run the Qwen pair's file held v(4) at 193 ms beside a fresh table's 150 ms at v(3) and
-        v(5)); read off the fresh table's line instead, it is learned anew by the rounds.
+        last hour that width was used in, not this one's. This host's level drifts for minutes at a
+        time (docs/bench-auto/pass_widths.txt: sweeps of every width, one after another), and the
+        width a policy drafts for most follows it while the rest keep older hours': after a
+        Spec-Bench run the Qwen pair's file held v(4) at 193 ms and v(5) at 124 ms, beside its own
+        run's warm-up table at 165 and 153 ms for v(3) and v(5) (docs/bench-auto/pass_widths.txt).
+        Read off the fresh table's line instead, such a width is learned anew by the rounds.
         timings=False takes the acceptance only (by position, by confidence, trees' widths): what
         the pair and the text decide, not the machine, for a process whose verify-cost table says
         the machine or its load has changed; its pass times are then its own table's, and its draft
@@ -572,25 +572,7 @@ class CostModel:
         neighbour's burst, a page fault), and a width timed by only such a pass priced every draft
         that would use it out of reach (on the Qwen pair v(4) read 250 ms between v(3) and v(5) at
         150 ms, and the stop rule, seeing one more token cost 100 ms, ended every model draft at 2).
-        A lasting change still shows: each pass moves the estimate by up to OUTLIER.
-
-        Drift. The machine's speed moves for minutes at a time, and by the same seconds at every
-        width more than by the same factor: a pass reads the weights once whatever its width, and
-        a neighbour competing for memory slows that read. On the 2-core host a step ran 109 ms and
-        a pass over 5 tokens 133 ms in one sweep of every width, 154 and 151 ms a few minutes later
-        (docs/bench-auto/pass_widths.py). Learned width by width, each estimate would keep the
-        machine's speed of the last time its width was used: the width the policy drafts for most
-        tracks the machine, the rest keep a slower hour's, and the table grows a notch at the
-        favourite that no sweep shows, which holds the choice there. After a Spec-Bench run the
-        Qwen pair's table read v(5) = 124 ms beside v(4) = 193 and v(6) = 188 ms, where a sweep
-        reads 124, 133 and 138 ms: every prose round drafted exactly 4 tokens. So the surprise e of
-        each pass (seconds over the estimate) moves every width's estimate by DRIFT_SHARE e, and its
-        own width then learns the pass as before. A lasting shift d seen at one width moves the
-        others by about DRIFT_SHARE / (DRIFT_SHARE + (1 - DRIFT_SHARE)(1 - decay)) of d (0.81 at
-        decay 0.9): the table keeps the shape its widths measured and follows the machine's level.
-        Only once a width's own passes carry its estimate (PASS_PRIOR of them in this process): the
-        first passes at a width correct a guess off its neighbours' line or one warm-up pass, an
-        error of the table's shape, not the machine's level."""
+        A lasting change still shows: each pass moves the estimate by up to OUTLIER."""
         known = self.verify.get(width)
         if known is None:
             guess = self.pass_seconds(width)
@@ -599,12 +581,7 @@ class CostModel:
                 known.add(guess, self.PASS_PRIOR)
         if known.mean is not None:
             seconds = min(seconds, self.OUTLIER * known.mean)
-            if self.timed.get(width, 0) >= self.PASS_PRIOR:  # (a short pass bounded as a long one is)
-                shift = self.DRIFT_SHARE * (max(seconds, known.mean / self.OUTLIER) - known.mean)
-                for estimate in self.verify.values():  # (their means move by shift, their weights stay)
-                    estimate.total += shift * estimate.weight
         known.add(seconds)
-        self.timed[width] = self.timed.get(width, 0) + 1
 
     def seed_verify(self, table) -> None:
         """Start v(n) from a table measured at warm-up (verify_costs.VerifyCosts): each width enters as
