@@ -359,14 +359,15 @@ class CostModel:
 
     def restore(self, data: dict, timings: bool = True, draft_scale: float | None = None) -> None:
         """Take over what to_json saved: acceptance, draft costs and overhead. Pass times are taken
-        only for widths this model has no estimate of, and none where it has seeded a warm-up
-        table: the table is fresher, and a saved width between its widths keeps the speed of the
-        last hour that width was used in, not this one's. This host's level drifts for minutes at a
-        time (docs/bench-auto/pass_widths.txt: sweeps of every width, one after another), and the
-        width a policy drafts for most follows it while the rest keep older hours': after a
-        Spec-Bench run the Qwen pair's file held v(4) at 193 ms and v(5) at 124 ms, beside its own
-        run's warm-up table at 165 and 153 ms for v(3) and v(5) (docs/bench-auto/pass_widths.txt).
-        Read off the fresh table's line instead, such a width is learned anew by the rounds.
+        only by a model that has seeded no warm-up table of its own, not even at widths the table
+        lacks: the table is fresher, and a saved width between its widths keeps the speed of the
+        last hour that width was used in. This host's level drifts for minutes at a time
+        (docs/bench-auto/pass_widths.txt: a step at 117 ms in one sweep of every width, 96 ms 26
+        minutes later), and the width a policy drafts for most follows it while the rest keep older
+        hours': after a Spec-Bench run the Qwen pair's file held v(4) at 193 ms and v(5) at 124 ms,
+        beside that run's warm-up table at 165 and 153 ms for v(3) and v(5), where a sweep reads
+        v(4) just under v(5). Read off the fresh table's line instead, such a width is learned anew
+        by this process's rounds.
         timings=False takes the acceptance only (by position, by confidence, trees' widths): what
         the pair and the text decide, not the machine, for a process whose verify-cost table says
         the machine or its load has changed; its pass times are then its own table's, and its draft
