@@ -9,6 +9,7 @@ CostModel.learn_pass moves every width by a share of each pass's surprise. Given
 learned on its own keeps the speed of the last hour it was used in.
 
     PYTHONPATH=. .venv/bin/python docs/bench-auto/pass_widths.py [SWEEPS] [PATH] >> docs/bench-auto/pass_widths.txt
+    (SWEEPS 0: PATH's tables alone, no sweep)
 """
 import json
 import random
@@ -28,6 +29,8 @@ if len(sys.argv) > 2:
         if "|greedy|" in key and model["verify"]:
             learned = sorted((int(n), 1e3 * total / weight) for n, (weight, total) in model["verify"].items())
             print(f"saved learned v(n) (ms), {key}:", {n: round(ms) for n, ms in learned})
+if not sweeps:  # (0: the saved file's tables alone)
+    sys.exit()
 pair = qwen_pair()
 lane = pair._speculative_lane  # the target as the speculative lane runs it
 context = pair.tokenizer("The history of the Roman empire spans many centuries, and scholars " * 30)["input_ids"][:300]
