@@ -54,4 +54,5 @@ for _ in range(sweeps):
         steps[width].append(sweep[width] / sweep[1])
 for width in widths:
     ms = sorted(1e3 * s for s in seconds[width])
-    print(f"v({width:2d}) {statistics.median(ms):6.1f} ms ({ms[0]:.1f}-{ms[-1]:.1f})  {statistics.median(steps[width]):.2f} steps")
+    print(f"v({width:2d}) {statistics.median(ms):6.1f} ms ({ms[0]:.1f}-{ms[-1]:.1f})  "
+          f"{statistics.median(steps[width]):.2f} steps")

@@ -376,7 +376,8 @@ class CostModel:
         decay = self.decay
         if timings:
             if not self.verify:  # (in place: other setups share this table; a seeded one stands alone)
-                self.verify.update({int(width): Decayed.from_json(value, decay) for width, value in data["verify"].items()})
+                for width, value in data["verify"].items():
+                    self.verify[int(width)] = Decayed.from_json(value, decay)
             self.seen_widths |= set(data["seen_widths"])
             saved = Decayed.from_json(data["overhead"], decay)  # in place: other setups share this object
             self.overhead.weight, self.overhead.total = saved.weight, saved.total
