@@ -38,13 +38,17 @@ def smollm2_pair() -> Pair:
 
 
 def session_turns(pair: Pair) -> list[tuple[str, Request]]:
-    """(name, request) for the session's 21 turns, in order."""
+    """(name, request) for the session's 21 turns, in order; with --turns NAME,... on the command line
+    (turn names such as specdec-024-t0), those turns alone."""
+    only = set(sys.argv[sys.argv.index("--turns") + 1].split(",")) if "--turns" in sys.argv else None
     first_of_each = {}
     for question in spec_bench.read_questions(spec_bench.SAMPLE):
         first_of_each.setdefault(question.category, question)
     turns = []
     for question in first_of_each.values():
         for i, text in enumerate(question.turns):
+            if only is not None and f"{question.id}-t{i}" not in only:
+                continue
             history = ()
             if i:
                 answer = [e.token for e in pair.standard(replace(BASE, prompt=question.turns[0]))]
