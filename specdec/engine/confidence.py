@@ -50,19 +50,6 @@ confidence this implies is neither fixed nor global: it moves with the verify-co
 wide pass keeps drafts going), the draft's cost, and how well this draft agrees with this target on
 this text.
 
-The prefill round. A request's first round drafts before the target has read the prompt, and its
-target pass is the prompt's prefill with the draft appended: P + j + 1 tokens where a plain start
-reads P + 1. Its T_j then carries the whole prefill, which any start pays, and the ratio E_j / T_j,
-small beside it, would draft on at almost any confidence. What the round must beat instead is what
-the rounds after it make, a rate lam (tokens a second): the draft's tokens are worth their seconds
-when they bring more than lam would in those seconds, so the rule compares E_m - lam T_m with
-E_j - lam T_j (Dinkelbach 1967: maximising E - lam T at the best rate lam maximises the rate), where
-T counts only what the draft adds, j d plus j tokens of a wide pass (a compute-bound prefill's cost
-a token, read off the verify table's widest widths: CostModel.wide_token_seconds). A drafted token
-then costs the draft's step and a few milliseconds, not a pass that reads every weight, so a
-confident draft goes on where a later round would stop (transformers' assisted generation also
-verifies its first draft inside the prefill, to 20 tokens at a confidence of 0.4).
-
 Exactness. The rule reads only the draft's own probabilities and earlier rounds' measurements, never
 the target's output for this round, so the draft length is a stopping time of the draft's own draws
 and each verified position keeps its exact accept/reject test (verify.py): the output is the
@@ -157,9 +144,6 @@ class StopRule:
     # after(c, a_bar) -> the next token's acceptance after a drafted token of confidence c, where its
     # position's average is a_bar (the module docstring's "After an unsure token"); None: a_bar.
     after: Callable[[float, float], float] | None = None
-    # lam, tokens a second, in the prefill round (the module docstring's "The prefill round"): the
-    # draft goes on while E - lam T grows, T what the draft adds to the prefill; None: while E / T does.
-    rate: float | None = None
 
     def keep_drafting(self, confidences: Sequence[float]) -> bool:
         """After drafting len(confidences) tokens: would drafting on to some depth up to the horizon
@@ -169,7 +153,7 @@ class StopRule:
         for confidence in confidences:
             survive *= self.accept(confidence)
             expected += survive
-        now = self.worth(expected, j)
+        now = expected / (j * self.draft_seconds + self.pass_seconds(j + 1) + self.overhead)
         alphas = self.position_alpha or (0.5,)
         for m in range(j + 1, max(self.horizon, j + 1) + 1):
             alpha = alphas[min(m - 1, len(alphas) - 1)]
@@ -177,11 +161,6 @@ class StopRule:
                 alpha = self.after(confidences[-1], alpha)
             survive *= alpha
             expected += survive
-            if self.worth(expected, m) > now:
+            if expected / (m * self.draft_seconds + self.pass_seconds(m + 1) + self.overhead) > now:
                 return True
         return False
-
-    def worth(self, expected: float, drafted: int) -> float:
-        """What a round that stops after `drafted` tokens is worth: E / T, or E - lam T in the prefill round."""
-        seconds = drafted * self.draft_seconds + self.pass_seconds(drafted + 1) + self.overhead
-        return expected / seconds if self.rate is None else expected - self.rate * seconds

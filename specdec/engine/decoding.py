@@ -80,15 +80,12 @@ def speculative_decode(
     observe = getattr(drafter, "observe", None)
     # A policy that learns from what free sources would have drafted (the cost policy) is shown that.
     free_drafts = getattr(drafter, "free_drafts", None) if getattr(policy, "wants_free_drafts", False) else None
-    # A policy that prices the first round apart (the cost policy: its target pass is the prompt's
-    # prefill, to which a draft adds little) is told which round that is.
-    prefill = {"prefill": True} if getattr(policy, "prices_prefill", False) else {}
     ids, produced, round_index = list(prompt_ids), 0, 0
     while True:
         # 1. Choose k and the source from earlier rounds only (timed: choosing is part of the lane's cost).
         start = clock.now()
         offered = drafter.sources(ids)
-        choice = policy.choose(offered, **(prefill if round_index == 0 else {}))
+        choice = policy.choose(offered)
         # A round yields at most drafted + 1 tokens: never draft what max_new_tokens cannot take.
         k_round = min(choice.k, max_new_tokens - produced - 1)
         # What the free sources not chosen would have drafted, for the policy to judge against this

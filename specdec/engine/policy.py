@@ -32,12 +32,6 @@ Likewise a greedy draft tree's likeliest path is the draft's greedy chain (event
 so a round of the tree is a round of the draft-model chain too (CostModel.observe_chain): the two
 model sources need not take turns to stay measured.
 
-The prefill round. A request's first round drafts before the target has read the prompt, and its
-target pass reads the prompt and the draft together: a drafted token adds a few milliseconds of a
-compute-bound pass (CostModel.wide_token_seconds), not a pass that reads every weight. It is priced
-apart (CostPolicy.prefill_choice): worth what it adds beyond the prefill's own token, against what the
-rounds after it make in the seconds it costs, with a stop rule priced the same way (confidence.py).
-
 Free sources are measured every round. Prompt lookup, lookup-tree and token recycling draft
 deterministically with no model pass, so each round the decoding loop asks them what they would have
 drafted (a lookup, timed as part of choosing) and the policy judges its first token against the
@@ -612,17 +606,6 @@ class CostModel:
         known = sorted((n, d.mean) for n, d in self.verify.items() if d.mean is not None)
         return [interpolate(known, width) for width in widths]
 
-    def wide_token_seconds(self) -> float | None:
-        """What one more token adds to a pass much wider than the table's (a prompt's prefill): the
-        slope between the table's two widest widths, where a pass is bound by computing, not by
-        reading the weights (the Qwen pair on this CPU: 14.9 ms a token between 17 and 33, 14 ms
-        between prefills of 200 and 232 tokens); None with fewer than two widths measured."""
-        known = sorted((n, d.mean) for n, d in self.verify.items() if d.mean is not None)
-        if len(known) < 2:
-            return None
-        (n0, v0), (n1, v1) = known[-2:]
-        return max(0.0, (v1 - v0) / (n1 - n0))
-
     def expected_tokens(self, source: str, k: int) -> float:
         return self.expected_tokens_upto(source, k)[k]
 
@@ -745,8 +728,7 @@ class CostPolicy:
         self.costs = costs or CostModel()
         self.rng = random.Random(seed)  # the Thompson draws' own: the sampler's stream is untouched
 
-    def choose(self, sources: Sequence[str], prefill: bool = False) -> Choice:
-        """prefill: this is the request's first round, whose target pass reads the prompt (prefill_choice)."""
+    def choose(self, sources: Sequence[str]) -> Choice:
         if not sources:
             return NOTHING_TO_DRAFT
         # 1. Learn before judging: each model source's draft cost, then the plain step's pass time. A
@@ -765,21 +747,17 @@ class CostPolicy:
         plain = self.costs.pass_seconds(1) if 1 in self.costs.verify else None
         if plain is None:
             return Choice(0, sources[0], None, "measuring a plain decode step")
+        # 2. Draw each source's alpha_1 from its posterior: the best draft for these draws.
         reach = self.trust_region(sources)
         plain_round = plain + (self.costs.overhead.mean or 0.0)  # plain decoding: 1 token per plain_round
-        # 2. The request's first round drafts into the prompt's prefill, priced as such.
-        slope = self.costs.wide_token_seconds()
-        if prefill and slope is not None:
-            return self.prefill_choice(sources, reach, plain_round, slope)
-        # 3. Draw each source's alpha_1 from its posterior: the best draft for these draws.
         draws = {s: self.draw_alpha_1(s) for s in sources}
         source, k, drawn_gain = self.best(sources, reach, plain_round, draws)
-        # 4. Plain decoding where no draw beats it; the reasons quote the evidence at face value.
+        # 3. Plain decoding where no draw beats it; the reasons quote the evidence at face value.
         _, _, gain = self.best([source], reach, plain_round)
         if drawn_gain <= 1.0:
             return Choice(0, source, 1.0, f"plain decoding: the best draft ({source}, k={k}) drew "
                                           f"{drawn_gain:.2f}x (evidence: {gain:.2f}x)")
-        # 5. Draft: with a stop rule where the source's confidence is calibrated, k becomes a cap.
+        # 4. Draft: with a stop rule where the source's confidence is calibrated, k becomes a cap.
         return self.draft_choice(source, k, drawn_gain, reach,
                                  f"drew {drawn_gain:.2f}x plain decoding (evidence: {gain:.2f}x)")
 
@@ -803,41 +781,6 @@ class CostPolicy:
             return mean
         draw = self.costs.draw_alpha_1(source, self.rng)
         return max(draw, mean) if self.OPTIMISTIC else draw
-
-    def prefill_choice(self, sources: Sequence[str], reach: int, plain_round: float, slope: float) -> Choice:
-        """The request's first round: its target pass is the prompt's prefill, to which a draft of k
-        tokens adds k tokens at `slope` seconds each (CostModel.wide_token_seconds) and its own k draft
-        passes, not a pass that reads every weight. The (source, k) whose expected tokens beyond the
-        prefill's own one most exceed what the rounds after it would make in the seconds it adds,
-        E(k) - 1 - lam T(k) with lam the best later round's rate (plain decoding's at least), on the
-        evidence (no draw: one round explores nothing); a model chain with a calibrated confidence
-        drafts on while that holds (confidence.py, "The prefill round"). transformers' assisted
-        generation verifies its first draft in the prefill too. On the Qwen pair the first round had
-        drafted as a later one would (one token after an unsure first, a pass of v(2) dearer than the
-        prefill's two tokens), and answers of 16-30 tokens (retrieval, question answering, translation)
-        paid a whole round for it."""
-        _, _, gain = self.best(sources, reach, plain_round)
-        rate = max(gain, 1.0) / plain_round
-        surplus = {(s, k): value for s in sources
-                   for k, value in enumerate(self.prefill_surplus(s, rate, slope)) if k}
-        source, k = max(surplus, key=lambda sk: (surplus[sk], -sk[1]))
-        if surplus[source, k] <= 0.0:
-            return Choice(0, source, 1.0, f"plain prefill: no draft adds tokens faster than later rounds "
-                                          f"({rate:.1f} tokens/s)")
-        cap = max(k, min(self.k_max, self.depth_reach(source)))
-        stop = self.stop_rule(source, cap, (rate, slope))
-        expected = self.expected(source, None, k)[k]
-        why = f"{expected:.2f} tokens expected in the prefill, beyond later rounds' {rate:.1f} tokens/s"
-        if stop is None:
-            return Choice(k, source, expected, f"{source}, k={k}: {why}")
-        return Choice(cap, source, expected, f"{source}, up to k={cap} while its confidence pays ({why})", stop)
-
-    def prefill_surplus(self, source: str, rate: float, slope: float) -> list[float]:
-        """E(k) - 1 - rate T(k) for k = 0..deepest(source), T(k) = k c + (width - 1) slope: what drafting
-        k in the prefill round adds over a plain prefill (prefill_choice)."""
-        draft = self.costs.source(source).draft.mean or 0.0
-        expected = self.expected(source, None, self.deepest(source))
-        return [e - 1.0 - rate * (k * draft + (self.width(source, k) - 1) * slope) for k, e in enumerate(expected)]
 
     def draft_choice(self, source: str, k: int, gain: float, reach: int, why: str) -> Choice:
         """Draft k from source; a source whose confidence is calibrated drafts up to its reach instead
@@ -879,10 +822,8 @@ class CostPolicy:
         this_text = tree_budget(source) is not None or self.costs.is_free(source)
         return max(self.MIN_REACH, 2 * (costs.request_depth if this_text else costs.tested_depth))
 
-    def stop_rule(self, source: str, horizon: int, prefill: tuple[float, float] | None = None) -> StopRule | None:
-        """The source's stop rule up to horizon tokens, once its acceptance by confidence is measured;
-        prefill: (lam, slope) in the request's first round (prefill_choice), whose pass costs what the
-        draft adds to the prompt's prefill, slope seconds a token."""
+    def stop_rule(self, source: str, horizon: int) -> StopRule | None:
+        """The source's stop rule up to horizon tokens, once its acceptance by confidence is measured."""
         costs = self.costs.source(source)
         # (A tolerance: a request starts with its calibration capped at CARRIED_EVIDENCE, which may
         # equal MIN_CALIBRATION and lose the last bit to rounding.)
@@ -890,15 +831,11 @@ class CostPolicy:
             return None
         alphas = self.costs.position_alphas(source, max(1, costs.tested_depth))
         # v(1..horizon + 1), read off the table once: the rule asks for them after every drafted token.
-        if prefill is None:
-            passes = tuple(self.costs.pass_seconds_many(range(1, horizon + 2)))
-            pass_seconds, overhead, rate = (lambda n: passes[min(n, len(passes)) - 1]), self.costs.overhead.mean, None
-        else:
-            (rate, slope), overhead = prefill, 0.0
-            pass_seconds = lambda n: (n - 1) * slope  # noqa: E731  (beyond the prefill's own)
+        passes = tuple(self.costs.pass_seconds_many(range(1, horizon + 2)))
         after = costs.after.acceptance if self.AFTER_LAST and costs.after.evidence >= self.MIN_CALIBRATION else None
         return StopRule(lambda c: costs.calibration.acceptance(c, alphas[0]), tuple(alphas),
-                        costs.draft.mean or 0.0, pass_seconds, overhead or 0.0, horizon, after, rate)
+                        costs.draft.mean or 0.0, lambda n: passes[min(n, len(passes)) - 1],
+                        self.costs.overhead.mean or 0.0, horizon, after)
 
     def best(self, sources: Sequence[str], reach: int, plain_round: float,
              alpha_1: dict[str, float] | None = None) -> tuple[str, int, float]:
@@ -921,19 +858,14 @@ class CostPolicy:
         """Expected tokens per second of drafting k = 0..k_max (the policy's, unless given) from
         source: E(k) / T(k), with T(k) = k c + v(k + 1) + the per-round overhead every round pays,
         plain ones included."""
-        draft, overhead = self.costs.source(source).draft.mean or 0.0, self.costs.overhead.mean or 0.0
-        expected = self.expected(source, alpha_1, self.k_max if k_max is None else k_max)
-        passes = self.costs.pass_seconds_many([self.width(source, k) for k in range(len(expected))])
-        return [e / (k * draft + v + overhead) for k, (e, v) in enumerate(zip(expected, passes))]
-
-    def expected(self, source: str, alpha_1: float | None, k_max: int) -> list[float]:
-        """[E(0), ..., E(k_max)] of source (CostModel.expected_tokens_upto), a free source's or a model
-        tree's alpha_1 scaled by what its own rounds on this text kept of what it promised (observe_yield)."""
         costs = self.costs.source(source)
-        if costs.yield_promised:
+        draft, overhead = costs.draft.mean or 0.0, self.costs.overhead.mean or 0.0
+        if costs.yield_promised:  # a free source's alpha_1 as its own rounds kept it (observe_yield)
             mean = alpha_1 if alpha_1 is not None else self.costs.position_alphas(source, 1)[0]
             alpha_1 = min(1.0, mean * costs.yield_ratio())
-        return self.costs.expected_tokens_upto(source, k_max, alpha_1)
+        expected = self.costs.expected_tokens_upto(source, self.k_max if k_max is None else k_max, alpha_1)
+        passes = self.costs.pass_seconds_many([self.width(source, k) for k in range(len(expected))])
+        return [e / (k * draft + v + overhead) for k, (e, v) in enumerate(zip(expected, passes))]
 
     def width(self, source: str, k: int) -> float:
         """The target pass k drafts of source take: k + 1 for a chain; for a tree, the width its
@@ -944,8 +876,6 @@ class CostPolicy:
     # The decoding loop asks the drafter's free sources what they would have drafted each round and
     # passes it to observe (CostModel.observe_free).
     wants_free_drafts = True
-    # The decoding loop tells choose which round reads the prompt (prefill_choice).
-    prices_prefill = True
 
     def observe(self, round: RoundEvent, source: str, free: Mapping[str, "Draft"] | None = None) -> None:
         self.costs.observe(round, source, free)
@@ -966,8 +896,7 @@ class Policy(Protocol):
 
     def choose(self, sources: Sequence[str]) -> Choice:
         """This round's k and source, from what earlier rounds showed (never from this round's); k = 0
-        where sources is empty (nothing to draft from). A policy with prices_prefill = True is also
-        told, as prefill=True, that the round is the request's first (its target pass the prompt's)."""
+        where sources is empty (nothing to draft from)."""
         ...
 
     def observe(self, round: RoundEvent, source: str) -> None:

@@ -13,7 +13,6 @@ from specdec.engine.drafters import HybridDrafter, ModelDrafter
 from specdec.engine.events import ACCEPTED, CORRECTED, RoundEvent
 from specdec.engine.kvcache import CachedModel
 from specdec.engine.policy import Choice, CostModel, CostPolicy
-from specdec.engine.verify_costs import VerifyCosts
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 MODEL = "draft-model"
@@ -159,54 +158,6 @@ def test_the_stop_rule_reads_deep_positions_as_the_chain_above_them():
     assert tuple(rule.position_alpha) == tuple(alphas)
     assert alphas[0] < 0.6 and min(alphas[5:]) > 0.9 and costs.source(MODEL).kept[5].weight < 0.1
     assert rule.keep_drafting([0.95] * 5)  # past the depth every recent round stopped at
-
-
-def test_in_the_prefill_round_a_draft_is_worth_what_later_rounds_would_make_in_its_seconds():
-    """The first round's pass is the prompt's prefill (2 s here) plus 5 ms a drafted token; d = 0.02
-    s, a(c) = c, a_bar = 0.9, later rounds make 20 tokens a second. After a token at 0.9 the next
-    adds 0.81 tokens for 0.025 s, where later rounds make 0.5: go on; after six, 0.9^7 = 0.48: stop.
-    After one at 0.05 it adds 0.04: stop. The ratio E / T, whose T carries the whole prefill, drafts on after the 0.05 too (0.04
-    tokens lift 1.95 / 2.05 s)."""
-    prefill = StopRule(lambda c: c, (0.9,) * 8, 0.02, lambda n: 0.005 * (n - 1), rate=20.0)
-    assert prefill.keep_drafting([0.9]) and prefill.keep_drafting([0.9] * 5)
-    assert not prefill.keep_drafting([0.9] * 6)
-    assert not prefill.keep_drafting([0.9, 0.05])
-    ratio = StopRule(lambda c: c, (0.9,) * 8, 0.02, lambda n: 2.0 + 0.005 * (n - 1))
-    assert ratio.keep_drafting([0.9, 0.05])
-    # A dear draft (0.1 s a token against later rounds' 20 tokens a second) stops after a sure token too.
-    assert not StopRule(lambda c: c, (0.9,) * 8, 0.1, lambda n: 0.005 * (n - 1), rate=20.0).keep_drafting([0.9])
-
-
-def notched_policy(kept: bool = True) -> CostPolicy:
-    """A cost policy on a CPU-like table: a pass over up to 5 tokens costs 0.1 s + 5 ms a token, over
-    6 to 9 a notch dearer (0.2 s), past 17 5 ms a token again; a draft token costs 0.02 s; rounds of
-    eight drafted tokens kept the seven sure ones (or nothing) and rejected the unsure eighth."""
-    costs = CostModel(decay=1.0)
-    v = {n: 0.1 + 0.005 * (n - 1) if n <= 5 else 0.2 for n in range(1, 10)} | {17: 0.24, 33: 0.32}
-    costs.seed_verify(VerifyCosts(tuple(v), tuple(v.values()), context=64))
-    confidences = (0.97, 0.95, 0.99, 0.97, 0.98, 0.96, 0.99, 0.1)
-    for i in range(12):
-        costs.observe(rnd(1 + i, 8, 7 if kept else 0, confidences, draft_s=0.02, verify_s=v[9]), MODEL)
-    return CostPolicy(k_max=16, costs=costs)
-
-
-def test_the_first_round_drafts_into_the_prefill_with_a_rule_that_prices_it():
-    """In a later round four sure tokens stop at the notch (a sixth row costs 0.08 s more); in the
-    prefill a drafted token costs d + 5 ms (the table's widest slope), so the same draft goes on.
-    After an unsure first token a later round drafts on (a pass over 5 costs little more than over
-    2, and the round's ratio is poor), where the prefill stops: its tokens would not bring what the
-    rounds after it make in their seconds."""
-    policy = notched_policy()
-    assert policy.costs.wide_token_seconds() == pytest.approx(0.005)
-    later, first = policy.choose([MODEL]), policy.choose([MODEL], prefill=True)
-    assert later.stop.rate is None and first.stop.rate is not None and "prefill" in first.reason
-    sure = [0.97] * 4
-    assert first.stop.keep_drafting(sure) and not later.stop.keep_drafting(sure)
-    assert later.stop.keep_drafting([0.5]) and not first.stop.keep_drafting([0.5])
-    assert not first.stop.keep_drafting([0.97, 0.3])
-    # Where the draft's tokens are never kept, the prefill drafts nothing.
-    plain = notched_policy(kept=False).choose([MODEL], prefill=True)
-    assert plain.k == 0 and "plain prefill" in plain.reason
 
 
 class Stopping:

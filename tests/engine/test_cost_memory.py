@@ -71,10 +71,9 @@ def test_a_new_pair_starts_from_what_the_last_one_learned(models, tmp_path, monk
     # What the first learned, position by position, not what a warm-up alone teaches.
     assert evidence(second) == [round(w, 6) for w, _ in saved["costs"][key]["sources"]["draft-model"]["kept"]]
     assert evidence(second) != evidence(fresh) and sum(evidence(fresh)) > 0
-    # No measuring round: the restored draft cost and the seeded table let it choose at once, and
-    # the first round is priced as the prompt's prefill (CostPolicy.prefill_choice).
+    # No measuring round: the restored draft cost and the seeded table let it choose at once.
     first_round = next(iter(second.speculative(REQUEST)))
-    assert "measuring" not in first_round.reason and "prefill" in first_round.reason
+    assert "measuring" not in first_round.reason
 
 
 def test_a_new_process_knows_which_sources_are_free():

@@ -381,36 +381,6 @@ def test_greedy_stays_identical_under_every_policy_and_drafter(models, policy):
         assert plain_rounds > 0  # k = 0 rounds really ran, mid-stream
 
 
-class PrefillRecorder:
-    """A policy that prices the prefill apart (as the cost policy does): k = 8 there, 2 after."""
-
-    name, prices_prefill = "recording", True
-
-    def __init__(self):
-        self.told = []
-
-    def choose(self, sources, prefill=False):
-        self.told.append(prefill)
-        return Choice(8 if prefill else 2, sources[0])
-
-    def observe(self, round, source):
-        pass
-
-
-def test_the_loop_tells_the_policy_which_round_reads_the_prompt(models):
-    """Only round 0 is the prefill; its draft is verified in the prompt's own pass, and greedy output
-    stays the target's."""
-    target, draft = models
-    prompt = repetitive()
-    expected = [e.token for e in standard_decode(CachedModel(target), prompt, Sampling(), 30)]
-    policy = PrefillRecorder()
-    rounds = list(speculative_decode(CachedModel(target), ModelDrafter(draft, target.vocab_size), prompt,
-                                     Speculation(k=2), Sampling(), 30, policy=policy))
-    assert [t for r in rounds for t in r.tokens] == expected
-    assert policy.told == [True] + [False] * (len(rounds) - 1)
-    assert len(rounds[0].drafted) == 8 and all(len(r.drafted) <= 2 for r in rounds[1:])
-
-
 def test_hybrid_takes_lookup_where_it_matches_and_the_model_elsewhere(models):
     target, draft = models
     hybrid = HybridDrafter(ModelDrafter(draft, target.vocab_size))
