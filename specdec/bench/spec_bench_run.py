@@ -185,15 +185,26 @@ def meta(args, pair: Pair, questions: list[spec_bench.Question], sampling: Sampl
             "saved_costs": pair.costs_status}  # whether the cost policy started from an earlier run's
 
 
-def caption(meta: dict) -> str:
+def caption(meta: dict, answers: list[dict] = ()) -> str:
+    """The table's caption; with the answers, it says how fast our standard decoding ran, so two runs
+    on hosts the CPU's name does not tell apart (the same 2-core EPYC has read 0.1 and 0.3 s a step
+    of the same model) are not read as one."""
     pair = meta["target"] + (f" + {meta['draft']}" + (f" ({meta['draft_quantize']})" if meta["draft_quantize"] else "")
                              if meta["draft"] else " (no draft model)")
     sizes = ", ".join(f"{task} {n}" for task, n in meta["per_task"].items())
     return (f"**Spec-Bench-style leaderboard.** {pair}; {meta['device']}, {meta['dtype']}, engine {meta['engine']}; "
-            f"{meta['machine']['cpu']}, {meta['machine']['cores']} cores; temperature {meta['temperature']}; "
+            f"{meta['machine']['cpu']}, {meta['machine']['cores']} cores{_standard_speed(answers)}; "
+            f"temperature {meta['temperature']}; "
             f"{meta['max_new_tokens']} new tokens a turn; {_repeats(meta)}{meta['questions']} questions from {meta['suite']} "
             f"({sizes}; {meta['per_category']} per category, seed {meta['sample_seed']}). Speedup over our standard "
             "decoding as Spec-Bench's evaluation/speed.py computes it.")
+
+
+def _standard_speed(answers: list[dict]) -> str:
+    """", our standard decoding N tokens/s" over every baseline turn, or nothing without one."""
+    turns = [t for a in answers if a["method"] == spec_bench.BASELINE for t in a["turns"]]
+    seconds = sum(t["seconds"] for t in turns)
+    return f", our standard decoding {sum(t['new_tokens'] for t in turns) / seconds:.2f} tokens/s" if seconds else ""
 
 
 def _repeats(meta: dict) -> str:
@@ -205,7 +216,7 @@ def report(results: dict) -> str:
     rows = spec_bench.leaderboard(results["answers"])
     different = sorted({a["method"] for a in results["answers"] if not a.get("identical", True)})
     note = f"\n\nGreedy answers that differed from standard decoding: {', '.join(different)}." if different else ""
-    return spec_bench.table(rows, caption(results["meta"])) + note
+    return spec_bench.table(rows, caption(results["meta"], results["answers"])) + note
 
 
 def main(args, pair_loader, log=lambda m: print(m, file=sys.stderr)) -> None:

@@ -8,10 +8,16 @@ policy (policy.py) needs v at every width it may choose; learning it online cost
 the wrong k, so it is measured once at warm-up and given to the policy as its prior, which the
 rounds then refine.
 
-Measured as a pass after `context` cached tokens (the prompt), over n further tokens, each width
-once untimed (kernel selection, allocator growth) and then timed `repeats` times; the median is
-kept. Between measured widths v is read off the line joining them; past the widest it is the
-widest's (never extrapolated upwards: a policy must not bet on a width nobody has timed).
+Measured as a pass after `context` cached tokens (the prompt), over n further tokens: one untimed
+sweep over every width (kernel selection, allocator growth), then `repeats` timed sweeps, each over
+every width in turn, and each width's median kept. Sweeps, not each width's passes back to back,
+because a shared host's speed drifts by the second: timed one after another, a width met in a slow
+second read dear beside its neighbours, and the policy, which prices drafts by the table's shape,
+drafted to whichever width happened to read cheap (the 2-core host of docs/spec-bench/notes.md,
+one pass a width: v(9) / v(1) read 0.88 to 1.35 in four tables taken a minute apart, v(2) 0.98 to
+1.40). Interleaved, a slow second costs each width one sweep, which the median drops.
+Between measured widths v is read off the line joining them; past the widest it is the widest's
+(never extrapolated upwards: a policy must not bet on a width nobody has timed).
 """
 from __future__ import annotations
 
@@ -24,6 +30,8 @@ from .kvcache import CachedModel, input_rows
 from .timing import Clock
 
 WIDTHS = (1, 2, 3, 5, 9, 17, 33)
+SWEEPS = 3  # timed sweeps over every width at warm-up (about 3 s of target passes on a 2-core CPU per
+#            sweep for Qwen2.5-Coder-1.5B, 0.2 s for SmolLM2-135M)
 
 
 @dataclass(frozen=True)
@@ -81,27 +89,25 @@ def speed_ratio(now: float, then: float, within: float = 2.0) -> float | None:
 
 
 def measure_verify_costs(target: CachedModel, context_ids: list[int], widths: tuple[int, ...] = WIDTHS,
-                         repeats: int = 1) -> VerifyCosts:
-    """Time one pass over each width after context_ids (see the module docstring). The tokens fed are
-    the context's own, repeated: any real ids cost the same."""
+                         repeats: int = SWEEPS) -> VerifyCosts:
+    """Time passes over each width after context_ids in `repeats` interleaved sweeps (see the module
+    docstring). The tokens fed are the context's own, repeated: any real ids cost the same."""
     if not context_ids:
         raise ValueError("measuring verify costs needs a non-empty context")
     clock = Clock(target.device)
     filler = (context_ids * (max(widths) // len(context_ids) + 1))[: max(widths)]
     target.reset()
     target.logits(list(context_ids), 1)  # the context, cached once and untimed
-    seconds = []
-    for width in widths:
-        ids, times = list(context_ids) + filler[:width], []
-        for attempt in range(repeats + 1):
+    times: dict[int, list[float]] = {width: [] for width in widths}
+    for sweep in range(repeats + 1):
+        for width in widths:
             target.crop(len(context_ids))  # back to the context: each pass reads it from the cache
             start = clock.now()
-            target.logits(ids, width)
-            if attempt:  # the first pass at each width carries one-time costs: not kept
-                times.append(clock.now() - start)
-        seconds.append(statistics.median(times))
+            target.logits(list(context_ids) + filler[:width], width)
+            if sweep:  # the first sweep carries one-time costs at every width: not kept
+                times[width].append(clock.now() - start)
     target.reset()
-    return VerifyCosts(tuple(widths), tuple(seconds), len(context_ids))
+    return VerifyCosts(tuple(widths), tuple(statistics.median(times[w]) for w in widths), len(context_ids))
 
 
 def measure_draft_step(draft: torch.nn.Module, context_ids: list[int], repeats: int = 3) -> float:

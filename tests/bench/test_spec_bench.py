@@ -131,6 +131,7 @@ def test_the_report_states_its_setup(tmp_path):
                "answers": [answer("q", "translation", "standard", 4, 1.0), answer("q", "translation", "x", 4, 0.5, [2])]}
     text = spec_bench_run.report(results)
     assert "t (no draft model); cpu, float32, engine fast" in text and "64 new tokens" in text and "not a like-for-like" in text
+    assert "a CPU, 2 cores, our standard decoding 4.00 tokens/s;" in text  # 4 tokens in 1 s: which host it was
 
 
 def test_a_sampled_run_has_its_own_report_section_beside_the_greedy_one():

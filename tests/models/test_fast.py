@@ -156,6 +156,43 @@ def test_verify_cost_table_reads_between_widths_and_seeds_the_cost_policy(llama)
     assert measure_draft_step(llama, [rows + 5, 3, 2 * rows + 1], repeats=1) > 0
 
 
+def test_the_verify_table_times_interleaved_sweeps_so_a_slow_spell_does_not_tilt_it(monkeypatch, llama):
+    """A host slow for one sweep's worth of passes: each width is timed once per sweep, so the slow
+    spell costs every width one of its three times, which the median drops, and the table keeps its
+    shape. (Timed back to back, the slow spell would have fallen on one width alone.)"""
+    import specdec.engine.verify_costs as verify_costs
+
+    widths, calls = (1, 2, 5), []
+
+    class FakeLane:  # records the widths asked for; the fake clock below makes the passes' times
+        device = "cpu"
+
+        def reset(self):
+            pass
+
+        def crop(self, n):
+            pass
+
+        def logits(self, ids, width):
+            calls.append(width)
+
+    class FakeClock:  # a pass over n tokens takes n seconds, ten times as long in the second timed sweep
+        def __init__(self, device):
+            self.t, self.passes = 0.0, 0
+
+        def now(self):
+            passes = len(calls) - 1  # (the context's untimed pass first)
+            if passes > self.passes:  # a pass ended since the last reading: it took its cost
+                self.passes, sweep = passes, (passes - 1) // len(widths)
+                self.t += calls[-1] * (10 if sweep == 2 else 1)
+            return self.t
+
+    monkeypatch.setattr(verify_costs, "Clock", FakeClock)
+    table = measure_verify_costs(FakeLane(), [7, 8], widths=widths, repeats=3)
+    assert calls == [1] + list(widths) * 4  # the context, then an untimed sweep and three timed ones
+    assert table.seconds == (1, 2, 5)  # each width's median: the slow sweep dropped everywhere
+
+
 @pytest.mark.integration
 def test_fast_and_eager_logits_agree_on_smollm2():
     """The real embedded model: as the fast engine loads it (every layer packed), and with every width
