@@ -124,13 +124,18 @@ def main() -> None:
                 **{f"floor {f} first": {"floor": f, "first_only": True} for f in (0.3, 0.4)},
                 "after last confidence": {"after_last": True}}
     print(f"{'variant':44s}" + "".join(f"{name[8:]:>15s}" for name in turns) + "    all six")
+    replay(variants, turns, d, v, cost, 44)
+
+
+def replay(variants: dict, turns: dict, d: float, v, cost, width: int) -> None:
+    """Each variant (name -> Variant's options) over the turns in order, then reversed: a row each."""
     for name, options in variants.items():
         for order in (list(turns), list(turns)[::-1]):
             evidence, results = Variant(**options), {}
             for t in order:
                 evidence.new_turn()
                 results[t] = sim.simulate(turns[t], lambda c: evidence.rule(d, v)(c), cost, evidence.learn)
-            sim.print_row(f"{name}{' (reversed)' if order[0] != next(iter(turns)) else ''}".ljust(44),
+            sim.print_row(f"{name}{' (reversed)' if order[0] != next(iter(turns)) else ''}".ljust(width),
                           {t: results[t] for t in turns}, turns, v(1) + sim.OVERHEAD)
 
 

@@ -6,7 +6,8 @@ two-turn conversations and its leaderboard's arithmetic.
 Format. One question a line, {"question_id", "category", "turns": [...]}; a file is read as Spec-Bench's
 when its first line has those keys (bench/grid.py reads the project's own format otherwise). Spec-Bench's
 480 questions are other people's text: specdec ships its own sample in the format
-(bench/prompts/spec_bench_sample.jsonl); download data/spec_bench/question.jsonl from the Spec-Bench
+(bench/prompts/spec_bench_sample.jsonl, short prompts; bench/prompts/spec_bench_long.jsonl, a summary and
+a RAG question at Spec-Bench's prompt lengths, ~750 tokens); download data/spec_bench/question.jsonl from the Spec-Bench
 repository and pass it with --suite to run the real one. --per-category N draws N questions of each
 category with a fixed seed (--sample-seed), not the first N.
 
@@ -42,6 +43,7 @@ TASKS: dict[str, tuple[str, ...]] = {
 KEYS = {"question_id", "category", "turns"}
 BASELINE = "standard"
 SAMPLE = Path(__file__).parent / "prompts" / "spec_bench_sample.jsonl"
+LONG_SAMPLE = Path(__file__).parent / "prompts" / "spec_bench_long.jsonl"  # the two tasks whose prompts are long
 PUBLISHED = ("Published for context only (Spec-Bench leaderboard, Vicuna-7B, greedy, batch 1, A100): EAGLE-2 2.36x, "
              "PLD 1.66x, SpS 1.52x, Lookahead 1.34x overall; on an RTX 3090 SpS 1.79x, PLD 1.64x. Other models, "
              "other hardware: not a like-for-like comparison.")

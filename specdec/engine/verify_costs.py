@@ -14,8 +14,9 @@ every width in turn, and each width's median kept. Sweeps, not each width's pass
 because a shared host's speed drifts by the second: timed one after another, a width met in a slow
 second read dear beside its neighbours, and the policy, which prices drafts by the table's shape,
 drafted to whichever width happened to read cheap (the 2-core host of docs/spec-bench/notes.md,
-one pass a width: v(9) / v(1) read 0.88 to 1.35 in four tables taken a minute apart, v(2) 0.98 to
-1.40). Interleaved, a slow second costs each width one sweep, which the median drops.
+one pass a width: v(9) / v(1) read 0.89 to 1.52 in four tables taken a minute apart, v(2) 1.00 to
+1.39). Interleaved, a slow second costs each width one sweep, which the median drops: three sweeps
+read v(9) at 0.92-1.01 (docs/bench-auto/verify_table_noise.py).
 Between measured widths v is read off the line joining them; past the widest it is the widest's
 (never extrapolated upwards: a policy must not bet on a width nobody has timed).
 """
@@ -30,8 +31,8 @@ from .kvcache import CachedModel, input_rows
 from .timing import Clock
 
 WIDTHS = (1, 2, 3, 5, 9, 17, 33)
-SWEEPS = 3  # timed sweeps over every width at warm-up (about 3 s of target passes on a 2-core CPU per
-#            sweep for Qwen2.5-Coder-1.5B, 0.2 s for SmolLM2-135M)
+SWEEPS = 3  # timed sweeps over every width at warm-up (a sweep: about 3 s of target passes on a 2-core
+#            CPU for Qwen2.5-Coder-1.5B, 0.3 s for SmolLM2-135M)
 
 
 @dataclass(frozen=True)

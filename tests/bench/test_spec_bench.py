@@ -23,6 +23,16 @@ def test_the_sample_is_in_spec_benchs_format_with_every_task():
     assert {q.category for q in questions if q.task == "Multi-turn Conversation"} == set(spec_bench.MT_BENCH)
 
 
+def test_the_long_sample_asks_a_summary_and_a_rag_answer_at_spec_benchs_prompt_lengths():
+    """Spec-Bench's summaries and RAG questions read whole articles and retrieved passages (hundreds of
+    words); the short sample's read two or three sentences, which hides what a long prompt costs."""
+    questions = spec_bench.read_questions(spec_bench.LONG_SAMPLE)
+    assert sorted(q.task for q in questions) == ["Retrieval-augmented Generation", "Summarization"]
+    assert all(len(q.turns[0].split()) > 500 for q in questions)
+    assert all(len(q.turns[0].split()) < 120 for q in spec_bench.read_questions(spec_bench.SAMPLE)
+               if q.task in ("Summarization", "Retrieval-augmented Generation"))
+
+
 def test_categories_map_onto_the_six_tasks_as_spec_bench_does():
     assert spec_bench.task_of("roleplay") == spec_bench.task_of("coding") == "Multi-turn Conversation"
     assert spec_bench.task_of("qa") == "Question Answering" and spec_bench.task_of("rag") == "Retrieval-augmented Generation"

@@ -39,11 +39,18 @@ def browser():
         browser.close()
 
 
-def test_default_preset_runs_in_the_browser(browser):
-    import space_config
+@pytest.fixture(scope="module")
+def store():
+    """One model store for the module's apps, as one server keeps one for all its sessions: the
+    embedded model loads and warms up once."""
     from specdec.playground.store import ModelStore
+    return ModelStore(device="cpu")
 
-    with launched(limits=space_config.LOCAL_LIMITS, store=ModelStore(device="cpu")) as (url, _):
+
+def test_default_preset_runs_in_the_browser(browser, store):
+    import space_config
+
+    with launched(limits=space_config.LOCAL_LIMITS, store=store) as (url, _):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(url)
         page.wait_for_selector("#run", timeout=60_000)
@@ -101,13 +108,12 @@ def test_default_preset_runs_in_the_browser(browser):
         assert "yes" in page.locator("#stats-table").inner_text()
 
 
-def test_a_phone_stacks_the_lanes_and_stop_leaves_a_replayable_run(browser):
+def test_a_phone_stacks_the_lanes_and_stop_leaves_a_replayable_run(browser, store):
     """Issue #20: at 390 px the lanes stack; no verdict while a run streams; Stop says where it
     stopped and the run so far replays."""
     import space_config
-    from specdec.playground.store import ModelStore
 
-    with launched(limits=space_config.LOCAL_LIMITS, store=ModelStore(device="cpu")) as (url, _):
+    with launched(limits=space_config.LOCAL_LIMITS, store=store) as (url, _):
         page = browser.new_page(viewport={"width": 390, "height": 844})
         page.goto(url)
         page.wait_for_selector("#run", timeout=60_000)
@@ -135,13 +141,12 @@ def test_a_phone_stacks_the_lanes_and_stop_leaves_a_replayable_run(browser):
             assert "stopped after" in page.locator(f"#{lane}-lane").inner_text()
 
 
-def test_a_failed_run_shows_one_message_and_leaves_the_lanes_idle(browser):
+def test_a_failed_run_shows_one_message_and_leaves_the_lanes_idle(browser, store):
     """Issue #20: an error is one message (no badge on every output), and the lanes say the run
     failed instead of 'loading' forever; Stop goes off again."""
     import space_config
-    from specdec.playground.store import ModelStore
 
-    with launched(limits=space_config.LOCAL_LIMITS, store=ModelStore(device="cpu")) as (url, _):
+    with launched(limits=space_config.LOCAL_LIMITS, store=store) as (url, _):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(url)
         page.wait_for_selector("#run", timeout=60_000)

@@ -156,7 +156,7 @@ def test_verify_cost_table_reads_between_widths_and_seeds_the_cost_policy(llama)
     assert measure_draft_step(llama, [rows + 5, 3, 2 * rows + 1], repeats=1) > 0
 
 
-def test_the_verify_table_times_interleaved_sweeps_so_a_slow_spell_does_not_tilt_it(monkeypatch, llama):
+def test_the_verify_table_times_interleaved_sweeps_so_a_slow_spell_does_not_tilt_it(monkeypatch):
     """A host slow for one sweep's worth of passes: each width is timed once per sweep, so the slow
     spell costs every width one of its three times, which the median drops, and the table keeps its
     shape. (Timed back to back, the slow spell would have fallen on one width alone.)"""
