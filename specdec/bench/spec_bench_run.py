@@ -7,6 +7,7 @@ import json
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Sequence
 
 from ..engine.config import Sampling, Speculation
 from ..engine.drafters import AdjacencyTable
@@ -185,7 +186,7 @@ def meta(args, pair: Pair, questions: list[spec_bench.Question], sampling: Sampl
             "saved_costs": pair.costs_status}  # whether the cost policy started from an earlier run's
 
 
-def caption(meta: dict, answers: list[dict] = ()) -> str:
+def caption(meta: dict, answers: Sequence[dict] = ()) -> str:
     """The table's caption; with the answers, it says how fast our standard decoding ran, so two runs
     on hosts the CPU's name does not tell apart (the same 2-core EPYC has read 0.1 and 0.3 s a step
     of the same model) are not read as one."""
@@ -200,7 +201,7 @@ def caption(meta: dict, answers: list[dict] = ()) -> str:
             "decoding as Spec-Bench's evaluation/speed.py computes it.")
 
 
-def _standard_speed(answers: list[dict]) -> str:
+def _standard_speed(answers: Sequence[dict]) -> str:
     """", our standard decoding N tokens/s" over every baseline turn, or nothing without one."""
     turns = [t for a in answers if a["method"] == spec_bench.BASELINE for t in a["turns"]]
     seconds = sum(t["seconds"] for t in turns)
