@@ -10,7 +10,9 @@ import torch  # noqa: E402
 
 from helpers import tiny_model  # noqa: E402
 
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# Under pytest-xdist (scripts/test runs two workers) each worker has a core of its own: a second
+# intra-op thread would contend with the other worker's. Run alone, the suite uses both cores.
+torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else max(1, min(2, os.cpu_count() or 1)))
 
 
 def pytest_configure(config):

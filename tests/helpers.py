@@ -10,6 +10,7 @@ import contextlib
 import copy
 import json
 import random
+import socket
 import types
 from dataclasses import replace
 from pathlib import Path
@@ -172,11 +173,20 @@ def launched(limits: Limits = TEST_LIMITS, queue_max_size: int | None = None, st
 
     store = store or ModelStore(max_models=3, device="cpu")
     demo = app.build_demo(limits=limits, store=store, queue_max_size=queue_max_size, replay_max_seconds=3.0)
-    demo.launch(prevent_thread_lock=True, quiet=True, server_name="127.0.0.1", **app.LAUNCH)
+    # A port of the OS's choosing: the suite runs in two workers (scripts/test), and gradio's own
+    # search from 7860 checks a port free, then binds it, so two apps starting at once could race.
+    demo.launch(prevent_thread_lock=True, quiet=True, server_name="127.0.0.1", server_port=free_port(), **app.LAUNCH)
     try:
         yield demo.local_url, store
     finally:
         demo.close()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the OS picks it, from its ephemeral range)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def client(url: str):
