@@ -140,6 +140,18 @@ class CopyVariant(Variant):
         return keep_drafting
 
 
+class FixedStop(CopyVariant):
+    """transformers' rule, for scale: draft on while the last token's confidence is at least `below`
+    (its default 0.4), up to DEPTH (its default 20 tokens)."""
+
+    def __init__(self, below: float):
+        super().__init__(copy=False)
+        self.below = below
+
+    def copy_rule(self, d, v):
+        return lambda confidences, copied: confidences[-1] >= self.below
+
+
 def simulate(turn: dict, evidence: CopyVariant, d, v, cost) -> tuple[float, float]:
     """(seconds, rounds) of one answer, the rule rebuilt from the evidence at each round's start."""
     rows, n = turn["rows"], turn["tokens"]
@@ -156,7 +168,11 @@ def simulate(turn: dict, evidence: CopyVariant, d, v, cost) -> tuple[float, floa
 
 
 VARIANTS = {"online": {"copy": False}, "copy": {"copy": True}, "copy, weight 8": {"copy": True, "weight": 8.0},
-            "copy below 0.9": {"copy": True, "below": 0.9}}
+            "copy below 0.9": {"copy": True, "below": 0.9}, "stop below 0.4 (transformers)": {"fixed": 0.4}}
+
+
+def variant(options: dict) -> CopyVariant:
+    return FixedStop(options["fixed"]) if "fixed" in options else CopyVariant(**options)
 
 
 def acceptance_table(turns: dict) -> str:
@@ -188,28 +204,28 @@ def main() -> None:
     print("first drafted token copies at:", ", ".join(f"{name[8:]} {s:.0%}" for name, s in zip(turns, share)))
     print("tested positions kept, by confidence (bins from), all fourteen answers:")
     print(acceptance_table({**turns, **rag}))
-    print(f"\n{'the eight turns':26s}" + "".join(f"{name[8:]:>15s}" for name in turns) + "    all eight")
+    print(f"\n{'the eight turns':30s}" + "".join(f"{name[8:]:>15s}" for name in turns) + "    all eight")
     for name, options in VARIANTS.items():
         for order in (list(turns), list(turns)[::-1]):
-            evidence, results = CopyVariant(**options), {}
+            evidence, results = variant(options), {}
             for t in order:
                 evidence.new_turn()
                 results[t] = simulate(turns[t], evidence, d, v, cost)
             label = f"{name}{' (reversed)' if order[0] != next(iter(turns)) else ''}"
-            sim.print_row(label.ljust(26), {t: results[t] for t in turns}, turns, v(1) + sim.OVERHEAD)
+            sim.print_row(label.ljust(30), {t: results[t] for t in turns}, turns, v(1) + sim.OVERHEAD)
     # Held out: the six other short RAG answers, each after the eight turns (in order), as a process
     # that has served them would meet it.
-    print(f"\n{'six other RAG answers':26s}" + "".join(f"{name[-9:-3]:>15s}" for name in rag) + "      all six")
+    print(f"\n{'six other RAG answers':30s}" + "".join(f"{name[-9:-3]:>15s}" for name in rag) + "      all six")
     for name, options in VARIANTS.items():
         results = {}
         for t in rag:
-            evidence = CopyVariant(**options)
+            evidence = variant(options)
             for seen in turns:
                 evidence.new_turn()
                 simulate(turns[seen], evidence, d, v, cost)
             evidence.new_turn()
             results[t] = simulate(rag[t], evidence, d, v, cost)
-        sim.print_row(name.ljust(26), results, rag, v(1) + sim.OVERHEAD)
+        sim.print_row(name.ljust(30), results, rag, v(1) + sim.OVERHEAD)
 
 
 if __name__ == "__main__":
