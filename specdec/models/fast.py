@@ -28,6 +28,14 @@ at least MIN_PACKED_WEIGHTS weights is packed (every layer of SmolLM2 and Qwen).
 EPYC, with every layer packed, its passes over 1 to 33 tokens run 1.7x to 4.1x faster than eager's
 (docs/FASTPATH-EPYC.md).
 
+Padding. oneDNN's packed kernel is not monotone in the rows it is given: on the 2-core AMD EPYC,
+Qwen2.5-1.5B's whole-model pass over 1 row took 342-366 ms and the same pass over 6 rows 265-278 ms
+(medians of interleaved repeats; 8 to 16 rows cost as much as 1 again). A pass over fewer rows than
+the cheapest width above it is therefore run at that width, the extra rows zeros and their outputs
+dropped: rows of a product are independent, so the real rows are what the wider kernel computes for
+them. Which widths pay is timed at load like the dense crossover (calibrate_padding, on passes of
+the whole model); where none does, nothing is padded. SmolLM2's small layers gain nothing here.
+
 Memory. The packed copies sit beside the dense weights, and the log says how many bytes they add
 (Qwen2.5-1.5B: 6.2 GB on 7.1 GB). A tied LM head (the input embedding's matrix) is packed like any
 other layer: its dense rows stay the embedding's, shared, and only the packed copy is new. Where
@@ -80,25 +88,33 @@ def can_prepack(device: torch.device, dtype: torch.dtype) -> bool:
 
 
 class FastLinear(nn.Module):
-    """y = x W^T + b: the dense weight for up to dense_rows rows, a oneDNN-packed copy for more."""
+    """y = x W^T + b: the dense weight for up to dense_rows rows, a oneDNN-packed copy for more, a
+    packed pass over n rows run at padded_rows[n - 1] rows where given (module docstring, Padding)."""
 
-    def __init__(self, linear: nn.Linear, dense_rows: int = 3):
+    def __init__(self, linear: nn.Linear, dense_rows: int = 3, padded_rows: tuple[int, ...] = ()):
         super().__init__()
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.weight, self.bias = linear.weight, linear.bias  # shared, not copied (a tied head stays tied)
         self.packed = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), PACK_FOR_ROWS)
         self.dense_rows = dense_rows
+        self.padded_rows = padded_rows
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, self.in_features)
-        if rows.shape[0] <= self.dense_rows:
+        n = rows.shape[0]
+        if n <= self.dense_rows:
             return F.linear(x, self.weight, self.bias)
+        width = self.padded_rows[n - 1] if n <= len(self.padded_rows) else n
+        if width > n:
+            rows = torch.cat([rows, rows.new_zeros(width - n, self.in_features)])
         y = torch.ops.mkldnn._linear_pointwise(rows.contiguous(), self.packed, self.bias, "none", [], "")
-        return y.reshape(*x.shape[:-1], self.out_features)
+        return y[:n].reshape(*x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
+        padded = {n: w for n, w in enumerate(self.padded_rows, 1) if w > n}
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"bias={self.bias is not None}, dense up to {self.dense_rows} rows, packed above")
+                f"bias={self.bias is not None}, dense up to {self.dense_rows} rows, packed above"
+                + (f", padded {padded}" if padded else ""))
 
 
 def packable(model: nn.Module, min_weights: int = MIN_PACKED_WEIGHTS) -> list[str]:
@@ -116,7 +132,8 @@ def prepack(model: nn.Module, min_weights: int = MIN_PACKED_WEIGHTS, dense_rows:
         parent = model.get_submodule(parent_name) if parent_name else model
         setattr(parent, child, FastLinear(getattr(parent, child), dense_rows if dense_rows is not None else 0))
     if dense_rows is None and names:
-        calibrate_dense_rows(fast_layers(model), model_pass(model))
+        calibrate_padding(fast_layers(model), model_pass(model))  # first: the dense crossover is
+        calibrate_dense_rows(fast_layers(model), model_pass(model))  # judged against padded passes
     return len(names)
 
 
@@ -148,6 +165,24 @@ def calibrate_dense_rows(layers: list[FastLinear], run: Callable[[int], object],
     for layer in layers:
         layer.dense_rows = chosen
     return chosen
+
+
+@torch.inference_mode()
+def calibrate_padding(layers: list[FastLinear], run: Callable[[int], object], widest: int = 8,
+                      repeats: int = 3, margin: float = 0.05) -> tuple[int, ...]:
+    """Time run(rows) on the packed kernels at 1..widest rows (each its fastest of `repeats`), and set
+    every layer's padded_rows: a pass over n rows runs at the cheapest width from n to widest, where
+    that is more than `margin` cheaper than n itself; returns the plan (padded_rows[n - 1])."""
+    for layer in layers:
+        layer.dense_rows, layer.padded_rows = 0, ()
+    seconds = [_fastest(lambda: run(rows), repeats) for rows in range(1, widest + 1)]
+    plan = []
+    for n in range(1, widest + 1):
+        width = min(range(n, widest + 1), key=lambda w: seconds[w - 1])
+        plan.append(width if seconds[width - 1] < (1 - margin) * seconds[n - 1] else n)
+    for layer in layers:
+        layer.padded_rows = tuple(plan)
+    return tuple(plan)
 
 
 def _fastest(call, repeats: int) -> float:

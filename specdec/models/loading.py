@@ -125,9 +125,11 @@ def apply_engine(model: torch.nn.Module, engine: str, device: torch.device, dtyp
         return "eager"
     start = time.perf_counter()
     packed = prepack(model)
-    rows = fast_layers(model)[0].dense_rows
+    layer = fast_layers(model)[0]
+    padded = ", ".join(f"{n} -> {w}" for n, w in enumerate(layer.padded_rows, 1) if w > n and n > layer.dense_rows)
     log(f"{spec}: engine fast, {packed} linear layers prepacked for oneDNN (+{extra / 1e9:.2f} GB) in "
-        f"{time.perf_counter() - start:.1f}s; passes over up to {rows} tokens keep the default kernel")
+        f"{time.perf_counter() - start:.1f}s; passes over up to {layer.dense_rows} tokens keep the default kernel"
+        + (f"; packed passes padded to a cheaper width ({padded} tokens)" if padded else ""))
     return "fast"
 
 

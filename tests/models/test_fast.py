@@ -27,12 +27,13 @@ def packed(model, dense_rows=1):
 
 
 @pytest.mark.parametrize("bias", [True, False])
-@pytest.mark.parametrize("dense_rows", [0, 3])
-def test_fast_linear_computes_the_dense_product_at_every_width(bias, dense_rows):
+@pytest.mark.parametrize("dense_rows,padded_rows", [(0, ()), (3, ()), (0, (6, 6, 6, 6, 6, 6)), (1, (4, 4, 4, 4, 6, 6))])
+def test_fast_linear_computes_the_dense_product_at_every_width(bias, dense_rows, padded_rows):
+    """Dense, packed, and packed over zero rows padded to a wider pass whose extra outputs are dropped."""
     torch.manual_seed(0)
     linear = torch.nn.Linear(48, 80, bias=bias)
-    layer = fast.FastLinear(linear, dense_rows=dense_rows)
-    for shape in [(1, 48), (2, 48), (5, 48), (1, 9, 48), (2, 17, 48)]:
+    layer = fast.FastLinear(linear, dense_rows=dense_rows, padded_rows=padded_rows)
+    for shape in [(1, 48), (2, 48), (5, 48), (1, 9, 48), (2, 17, 48), (1, 3, 48), (3, 1, 48)]:
         x = torch.randn(shape)
         with torch.inference_mode():
             assert torch.allclose(layer(x), linear(x), atol=1e-5), shape
@@ -69,11 +70,24 @@ def test_calibration_keeps_the_dense_kernel_exactly_as_wide_as_it_is_faster():
                                      widest=4, repeats=2) == 0
 
 
+def test_padding_runs_each_width_at_the_cheapest_from_it_up():
+    """A stand-in packed pass that costs 6 ms at every width but 4 (2 ms), as Qwen2.5-1.5B's whole
+    pass on the AMD EPYC costs least at 4-6 rows: passes over 1-3 rows run at 4; 5 and 6 as they are
+    (nothing wider is cheaper). A flat cost pads nothing."""
+    layers = [fast.FastLinear(torch.nn.Linear(16, 16)) for _ in range(2)]
+    plan = fast.calibrate_padding(layers, lambda rows: time.sleep(0.002 if rows == 4 else 0.006), widest=6, repeats=2)
+    assert plan == (4, 4, 4, 4, 5, 6) and all(layer.padded_rows == plan for layer in layers)
+    assert fast.calibrate_padding(layers, lambda rows: time.sleep(0.004), widest=6, repeats=2) == (1, 2, 3, 4, 5, 6)
+
+
 def test_prepack_calibrates_on_passes_of_the_whole_model(llama):
     model = copy.deepcopy(llama)
     assert fast.prepack(model, min_weights=0) > 0
     rows = {layer.dense_rows for layer in fast.fast_layers(model)}
     assert len(rows) == 1 and 0 <= rows.pop() <= 4  # one crossover for the model, as timed here
+    plans = {layer.padded_rows for layer in fast.fast_layers(model)}
+    assert len(plans) == 1  # one padding plan, each width run at itself or wider
+    assert all(width >= n for n, width in enumerate(plans.pop(), 1))
 
 
 def test_logits_of_fast_and_eager_agree_on_tiny_models(llama, qwen):
