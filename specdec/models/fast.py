@@ -170,12 +170,23 @@ def calibrate_dense_rows(layers: list[FastLinear], run: Callable[[int], object],
 @torch.inference_mode()
 def calibrate_padding(layers: list[FastLinear], run: Callable[[int], object], widest: int = 8,
                       repeats: int = 3, margin: float = 0.05) -> tuple[int, ...]:
-    """Time run(rows) on the packed kernels at 1..widest rows (each its fastest of `repeats`), and set
-    every layer's padded_rows: a pass over n rows runs at the cheapest width from n to widest, where
-    that is more than `margin` cheaper than n itself; returns the plan (padded_rows[n - 1])."""
+    """Time run(rows) on the packed kernels at 1..widest rows, and set every layer's padded_rows: a
+    pass over n rows runs at the cheapest width from n to widest, where that is more than `margin`
+    cheaper than n itself; returns the plan (padded_rows[n - 1]). Each width is its fastest over
+    `repeats` sweeps of every width in turn: this host's speed moves within seconds, and timed back
+    to back (all of one width's calls, then the next's) a slow spell fell on one width and the plan
+    of one load in four left 1-row passes unpadded."""
     for layer in layers:
         layer.dense_rows, layer.padded_rows = 0, ()
-    seconds = [_fastest(lambda: run(rows), repeats) for rows in range(1, widest + 1)]
+    widths = range(1, widest + 1)
+    for rows in widths:  # untimed: kernel selection, allocation
+        run(rows)
+    seconds = [float("inf")] * widest
+    for _ in range(repeats):
+        for rows in widths:
+            start = time.perf_counter()
+            run(rows)
+            seconds[rows - 1] = min(seconds[rows - 1], time.perf_counter() - start)
     plan = []
     for n in range(1, widest + 1):
         width = min(range(n, widest + 1), key=lambda w: seconds[w - 1])
