@@ -71,13 +71,16 @@ def test_calibration_keeps_the_dense_kernel_exactly_as_wide_as_it_is_faster():
 
 
 def test_padding_runs_each_width_at_the_cheapest_from_it_up():
-    """A stand-in packed pass that costs 6 ms at every width but 4 (2 ms), as Qwen2.5-1.5B's whole
-    pass on the AMD EPYC costs least at 4-6 rows: passes over 1-3 rows run at 4; 5 and 6 as they are
-    (nothing wider is cheaper). A flat cost pads nothing."""
+    """A stand-in packed pass that costs 6 ms at every width but 4 (2 ms) and 6 (12 ms), as
+    Qwen2.5-1.5B's whole pass on the AMD EPYC costs least at 4-6 rows: passes over 1-3 rows run at 4,
+    5 and 6 as they are (nothing wider is cheaper). A cost that grows with the rows pads nothing.
+    (The costs differ by 2x or more: a sleep's jitter must not decide the plan.)"""
     layers = [fast.FastLinear(torch.nn.Linear(16, 16)) for _ in range(2)]
-    plan = fast.calibrate_padding(layers, lambda rows: time.sleep(0.002 if rows == 4 else 0.006), widest=6, repeats=2)
+    cost = {4: 0.002, 6: 0.012}
+    plan = fast.calibrate_padding(layers, lambda rows: time.sleep(cost.get(rows, 0.006)), widest=6, repeats=2)
     assert plan == (4, 4, 4, 4, 5, 6) and all(layer.padded_rows == plan for layer in layers)
-    assert fast.calibrate_padding(layers, lambda rows: time.sleep(0.004), widest=6, repeats=2) == (1, 2, 3, 4, 5, 6)
+    growing = fast.calibrate_padding(layers, lambda rows: time.sleep(0.003 * rows), widest=6, repeats=2)
+    assert growing == (1, 2, 3, 4, 5, 6)
 
 
 def test_prepack_calibrates_on_passes_of_the_whole_model(llama):
