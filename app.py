@@ -310,8 +310,9 @@ def compare(server: Server, *values, **named):
         layers = _draft_layers(checked, pair)
         titles = _titles(checked, layers)
         engine_request = _engine_request(checked, layers, server.limits.k_max)
-        prompt_ids = pair.prompt_ids(engine_request)
-        check_prompt_tokens(len(prompt_ids), server.limits)
+        prompt_ids = pair.encode(engine_request)
+        check_prompt_tokens(len(prompt_ids), server.limits)  # the app's limit names itself first
+        pair.check_context(len(prompt_ids), engine_request)
         # 3. The race, frame by frame.
         yield from _race_frames(server, pair, engine_request, prompt_ids, checked, titles)
     except (gr.Error, GeneratorExit):

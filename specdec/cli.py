@@ -127,18 +127,29 @@ def policy_of(args) -> str:
 
 
 def generate(args) -> None:
+    from .engine.decoding import check_budget
     from .engine.pair import Request
+    from .engine.text import check_text
     from .comparison import run_comparison
 
-    pair, drafter = load_pair(args)
-    if args.draft_layers and drafter != "self":
+    # 1. Everything that can be checked without the models, before a load that may take minutes.
+    if args.draft_layers and args.drafter != "self":
         raise SystemExit("--draft-layers is for --drafter self")
+    for text in [args.prompt, *args.turn]:
+        check_text("the prompt", text)
+        if not text.strip():
+            raise ValueError("the prompt is empty")
+    check_budget(args.max_new_tokens)
+    sampling = Sampling(args.temperature, args.top_k, args.top_p, args.seed)
+    spec = Speculation(k=args.k, confidence=args.confidence, policy=policy_of(args),
+                       tree=TreeShape(args.tree_budget, args.tree_branching))
+    # 2. The models, then the request as they take it.
+    pair, drafter = load_pair(args)
     request = Request(
         prompt=args.prompt,
         max_new_tokens=args.max_new_tokens,
-        sampling=Sampling(args.temperature, args.top_k, args.top_p, args.seed),
-        spec=Speculation(k=args.k, confidence=args.confidence, policy=policy_of(args),
-                         tree=TreeShape(args.tree_budget, args.tree_branching)),
+        sampling=sampling,
+        spec=spec,
         drafter="prompt-lookup" if drafter == "auto" else drafter,
         raw=args.raw,
         draft_layers=layers_from(args.draft_layers, pair.target.model),

@@ -46,3 +46,23 @@ def test_a_divergence_is_put_into_words_for_the_terminal():
     assert note == (": numerical tie at token 4 (top-2 logit margin 0.01 ≤ tolerance 0.05, bfloat16); "
                     "tokens 7 (standard) and 9 (speculative)")
     assert divergence_note(None) == ""
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--k", "0"], "k must be an integer in"),
+    (["--temperature", "-1"], "temperature must be"),
+    (["--seed", "99999999999999999999"], "seed must be an integer in"),
+    (["--max-new-tokens", "0"], "max_new_tokens must be an integer >= 1"),
+    (["--prompt", "   "], "the prompt is empty"),
+    (["--prompt", "abc \udcff"], "lone surrogate"),
+    (["--turn", ""], "the prompt is empty"),
+    (["--draft-layers", "0-1"], "--draft-layers is for --drafter self"),
+])
+def test_bad_arguments_are_refused_before_any_model_loads(capsys, monkeypatch, argv, message):
+    """A load can take minutes (the fast engine's prepacking); an argument that cannot work is said
+    at once, in one line."""
+    from specdec import cli
+
+    monkeypatch.setattr(cli, "load_pair", lambda args: pytest.fail("loaded a model for a request that cannot run"))
+    with pytest.raises(SystemExit, match=message):
+        run(capsys, "--target", "embedded", *argv)

@@ -274,17 +274,20 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     results_path = out / "results.json"
     report_path = Path(args.report) if args.report else out / "report.md"
-    if args.suite and spec_bench.is_spec_bench(args.suite):  # Spec-Bench's format: its own run and table
-        return spec_bench_run.main(args, lambda: spec_bench_pair(args, log), log)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    try:
+        if args.suite and spec_bench.is_spec_bench(args.suite):  # Spec-Bench's format: its own run and table
+            return spec_bench_run.main(args, lambda: spec_bench_pair(args, log), log)
+    except (ValueError, FileNotFoundError) as error:
+        raise SystemExit(f"error: {error}") from error
     results = load_results(results_path, args.fresh)
     if not args.report_only:
         _quiet_transformers()
-        if args.threads:
-            import torch
-
-            torch.set_num_threads(args.threads)
-        suite = load_suite(find_suite(args.suite))
         try:
+            suite = load_suite(find_suite(args.suite))
             plans = make_plans(args, suite)
             expand(plans, suite)  # validate the grid before loading anything
         except ValueError as error:

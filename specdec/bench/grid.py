@@ -7,10 +7,10 @@ once and then every cell's lanes, one after the other, so background load hits t
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import jsonl
 from ..engine.drafters import DRAFTERS, needs_draft_model
 from ..engine.policy import POLICIES
 
@@ -112,10 +112,7 @@ class Group:
 def load_suite(path: str | Path) -> list[Prompt]:
     """A JSONL file of {"id", "category", "prompt"} objects; ids must be unique."""
     prompts, seen = [], set()
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    for number, row in jsonl.rows(path):
         missing = {"id", "category", "prompt"} - set(row)
         if missing:
             raise ValueError(f"{path}:{number}: missing field(s) {sorted(missing)}")

@@ -34,6 +34,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import jsonl
+
 MT_BENCH = ("writing", "roleplay", "reasoning", "math", "coding", "extraction", "stem", "humanities")
 TASKS: dict[str, tuple[str, ...]] = {
     "Multi-turn Conversation": MT_BENCH, "Translation": ("translation",), "Summarization": ("summarization",),
@@ -50,7 +52,14 @@ PUBLISHED = ("Published for context only (Spec-Bench leaderboard, Vicuna-7B, gre
 
 
 def task_of(category: str) -> str:
+    """A category's Spec-Bench task; a category of none of them (a file of one's own) is its own task."""
     return next((task for task, categories in TASKS.items() if category in categories), category)
+
+
+def tasks_of(categories) -> dict[str, tuple[str, ...]]:
+    """Spec-Bench's six tasks, then any other category among `categories` as a task of its own, in the
+    order first seen: the leaderboard's columns."""
+    return {**TASKS, **{c: (c,) for c in dict.fromkeys(categories) if task_of(c) == c}}
 
 
 @dataclass(frozen=True)
@@ -65,22 +74,34 @@ class Question:
 
 
 def is_spec_bench(path: str | Path) -> bool:
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            return KEYS <= set(json.loads(line))
+    """Spec-Bench's format when the first object has a key only it uses (question_id or turns; the
+    project's own suites have id and prompt); read_questions then names whatever else it lacks."""
+    for _, row in jsonl.rows(path):
+        return bool({"question_id", "turns"} & set(row))
     return False
 
 
 def read_questions(path: str | Path) -> list[Question]:
-    questions = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        if not KEYS <= set(row) or not row["turns"] or not all(isinstance(t, str) and t for t in row["turns"]):
-            raise ValueError(f"{path}:{number}: a Spec-Bench question needs question_id, category and a non-empty "
-                             "list of non-empty turns")
-        questions.append(Question(str(row["question_id"]), str(row["category"]), tuple(row["turns"])))
+    questions: list[Question] = []
+    seen: dict[str, int] = {}
+    for number, row in jsonl.rows(path):
+        where = f"{path}:{number}"
+        if missing := sorted(KEYS - set(row)):
+            raise ValueError(f"{where}: a Spec-Bench question needs question_id, category and turns; "
+                             f"missing {', '.join(missing)}")
+        turns, category = row["turns"], row["category"]
+        if not isinstance(turns, list) or not turns or not all(isinstance(t, str) and t.strip() for t in turns):
+            raise ValueError(f"{where}: turns must be a non-empty list of non-empty turns (strings), "
+                             f"got {json.dumps(turns)[:60]}")
+        if not isinstance(category, str) or not category.strip():
+            raise ValueError(f"{where}: category must be a non-empty string, got {json.dumps(category)[:60]}")
+        question_id = str(row["question_id"])
+        if question_id in seen:  # the leaderboard divides each answer by its question's baseline
+            raise ValueError(f"{where}: question_id {question_id} is line {seen[question_id]}'s too; ids must be unique")
+        seen[question_id] = number
+        questions.append(Question(question_id, category, tuple(turns)))
+    if not questions:
+        raise ValueError(f"{path}: no questions")
     return questions
 
 
@@ -117,10 +138,11 @@ def leaderboard(answers: list[dict]) -> list[Row]:
     None where a method does not report them)."""
     methods = list(dict.fromkeys([BASELINE] + [a["method"] for a in answers]))
     base = {a["question_id"]: question_speed(a) for a in answers if a["method"] == BASELINE}
+    tasks = tasks_of(a["category"] for a in answers)
     rows = []
     for method in methods:
         mine = [a for a in answers if a["method"] == method and a["question_id"] in base]
-        speedups = {task: _speedup(mine, base, set(cats)) for task, cats in TASKS.items()}
+        speedups = {task: _speedup(mine, base, set(cats)) for task, cats in tasks.items()}
         speedups["Overall"] = _speedup(mine, base, None)
         passes = [n for a in mine for t in a["turns"] for n in (t.get("accept_lengths") or [])]
         accepted = statistics.fmean(passes) if passes else None
@@ -137,13 +159,14 @@ def _speedup(mine: list[dict], base: dict[str, float], categories: set[str] | No
 
 
 def table(rows: list[Row], caption: str) -> str:
-    columns = list(TASKS) + ["#Mean Accepted Tokens", "Overall", "per question: median (range)"]
+    tasks = [task for task in (rows[0].speedups if rows else TASKS) if task != "Overall"]
+    columns = tasks + ["#Mean Accepted Tokens", "Overall", "per question: median (range)"]
     fmt = lambda x: "–" if x is None else f"{x:.2f}x"  # noqa: E731
     lines = [caption, "", "| method | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
     for row in rows:
         spread = (f"{statistics.median(row.ratios):.2f}x ({min(row.ratios):.2f}–{max(row.ratios):.2f})"
                   if row.ratios else "–")
         accepted = "–" if row.mean_accepted is None else f"{row.mean_accepted:.2f}"
-        lines.append(f"| {row.method} | " + " | ".join(fmt(row.speedups[t]) for t in TASKS)
+        lines.append(f"| {row.method} | " + " | ".join(fmt(row.speedups[t]) for t in tasks)
                      + f" | {accepted} | **{fmt(row.speedups['Overall'])}** | {spread} |")
     return "\n".join(lines + ["", PUBLISHED])

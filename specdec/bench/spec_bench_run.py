@@ -149,19 +149,45 @@ def median_run(runs: list[dict]) -> dict:
                                    "drafts": run.get("drafts")} for run in runs]}
 
 
-def run(args, pair: Pair, log) -> dict:
+def chosen_questions(args) -> list[spec_bench.Question]:
+    """The questions this run answers: the file's sample, or the --prompts among it."""
     questions = spec_bench.sample(spec_bench.read_questions(args.suite), args.per_category, args.sample_seed)
     if args.prompts:  # a subset of the sample by question id (a slow setup: the eager engine's peers)
         if unknown := set(args.prompts) - {q.id for q in questions}:
-            raise SystemExit(f"--prompts: {', '.join(sorted(unknown))} not in this sample; it has "
+            raise ValueError(f"--prompts: {', '.join(sorted(unknown))} not in this sample; it has "
                              f"{', '.join(q.id for q in questions)}")
         questions = [q for q in questions if q.id in args.prompts]
+    return questions
+
+
+def check_options(args) -> None:
+    """The grid's options that mean something here, checked before any model loads: one k, one
+    temperature, drafters by the names the table's rows go by. Each row runs its own policy."""
+    if args.policies:
+        raise ValueError("--policies is the grid's: a Spec-Bench run gives each method its own policy "
+                         "(fixed k, the cost policy for auto, hybrid and token recycling's cost row)")
+    for name, values in (("--k", args.k), ("--temperatures", args.temperatures)):
+        if values and len(values) > 1:
+            raise ValueError(f"{name}: a Spec-Bench run takes one value, got {len(values)}")
+    if args.k:
+        Speculation(k=args.k[0], k_max=max(args.k[0], 16))  # its own message for a k out of range
+    known = {m.drafter or "transformers" for m in methods(True, 4)}
+    if args.drafters and (unknown := set(args.drafters) - known):
+        raise ValueError(f"--drafters: unknown {', '.join(sorted(unknown))}; a Spec-Bench run has "
+                         f"{', '.join(sorted(known))}")
+
+
+def run(args, questions: list[spec_bench.Question], pair: Pair, log) -> dict:
     greedy = not args.temperatures or args.temperatures[0] == 0
     sampling = Sampling() if greedy else Sampling(temperature=args.temperatures[0], top_p=0.9)
-    base = Request("", args.max_new_tokens or 128, sampling, Speculation(k=4))
-    lanes = methods(pair.draft is not None and pair.tokenizer_mismatch is None, 4)
+    k = args.k[0] if args.k else 4
+    base = Request("", args.max_new_tokens or 128, sampling, Speculation(k=k, k_max=max(k, 16)))
+    lanes = methods(pair.draft is not None and pair.tokenizer_mismatch is None, k)
     if args.drafters:  # a subset, by drafter name ("auto" and "transformers" name those two rows)
         lanes = [m for m in lanes if (m.drafter or "transformers") in args.drafters]
+        if missing := set(args.drafters) - {m.drafter or "transformers" for m in lanes}:
+            raise ValueError(f"--drafters {', '.join(sorted(missing))}: needs a draft model with the target's "
+                             "tokenizer (--draft)")
     for method in lanes:  # one-time costs (kernels, the verify-cost table) off the clock
         if not method.peer:
             pair.warm_up(request_for(method, pair, replace(base, prompt=questions[0].turns[0])))
@@ -174,7 +200,7 @@ def run(args, pair: Pair, log) -> dict:
 
 
 def meta(args, pair: Pair, questions: list[spec_bench.Question], sampling: Sampling) -> dict:
-    per_task = {task: sum(q.task == task for q in questions) for task in spec_bench.TASKS}
+    per_task = {task: sum(q.task == task for q in questions) for task in spec_bench.tasks_of(q.category for q in questions)}
     return {"machine": machine(), "suite": str(args.suite), "per_category": args.per_category,
             "prompts": list(args.prompts) if args.prompts else None,
             "sample_seed": args.sample_seed, "questions": len(questions), "per_task": per_task,
@@ -197,8 +223,14 @@ def caption(meta: dict, answers: Sequence[dict] = ()) -> str:
             f"{meta['machine']['cpu']}, {meta['machine']['cores']} cores{_standard_speed(answers)}; "
             f"temperature {meta['temperature']}; "
             f"{meta['max_new_tokens']} new tokens a turn; {_repeats(meta)}{meta['questions']} questions from {meta['suite']} "
-            f"({sizes}; {meta['per_category']} per category, seed {meta['sample_seed']}). Speedup over our standard "
+            f"({sizes}; {_drawn(meta)}). Speedup over our standard "
             "decoding as Spec-Bench's evaluation/speed.py computes it.")
+
+
+def _drawn(meta: dict) -> str:
+    if meta["per_category"] is None:
+        return "every question"
+    return f"{meta['per_category']} per category, seed {meta['sample_seed']}"
 
 
 def _standard_speed(answers: Sequence[dict]) -> str:
@@ -226,7 +258,9 @@ def main(args, pair_loader, log=lambda m: print(m, file=sys.stderr)) -> None:
     if args.report_only:
         results = json.loads(path.read_text())
     else:
-        results = run(args, pair_loader(), log)
+        check_options(args)
+        questions = chosen_questions(args)  # a file's every error before a model loads
+        results = run(args, questions, pair_loader(), log)
         out.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(results, indent=1))
     text = report(results)

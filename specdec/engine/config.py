@@ -10,6 +10,7 @@ from .policy import POLICIES
 # realistic logit gap well above this, and dividing by a far smaller T overflows float32 (T = 1e-40
 # turns every logit into inf, softmax into NaN, and sampling into garbage).
 MIN_TEMPERATURE = 1e-5
+MAX_SEED = 2**63 - 1  # torch's generators take a 64-bit seed
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class Sampling:
             raise ValueError(f"top_p must be in (0, 1], got {p!r}")
         if not (_integer(self.top_k) and self.top_k >= 0):
             raise ValueError(f"top_k must be an integer >= 0 (0 = off), got {self.top_k!r}")
+        if not (_integer(self.seed) and 0 <= self.seed <= MAX_SEED):
+            raise ValueError(f"seed must be an integer in [0, {MAX_SEED}], got {self.seed!r}")
 
 
 MAX_TREE_BUDGET, MAX_BRANCHING = 256, 16

@@ -101,10 +101,18 @@ class Pair:
         return replace(request, drafter=drafter, spec=spec)
 
     def prompt_ids(self, request: Request) -> list[int]:
+        ids = self.encode(request)
+        self.check_context(len(ids), request)
+        return ids
+
+    def encode(self, request: Request) -> list[int]:
+        """The prompt's ids (with the chat template and the history), not yet checked against the
+        context: a caller with a lower limit of its own checks that first (the app's max_prompt_tokens)."""
+        if not request.prompt.strip():
+            raise ValueError("the prompt is empty")
         ids = encode_prompt(self.tokenizer, request.prompt, raw=request.raw, history=request.history)
         if not ids:
             raise ValueError("the prompt is empty")
-        self.check_context(len(ids), request)
         return ids
 
     def check_context(self, prompt_tokens: int, request: Request) -> None:

@@ -2,10 +2,25 @@
 from __future__ import annotations
 
 
+def check_text(name: str, text: str) -> None:
+    """Text a tokenizer can read: Unicode that UTF-8 can encode. A lone surrogate (what Python makes of
+    invalid UTF-8 bytes on a command line, or of a JSON "\\ud800") is not, and the tokenizer's own error
+    names a type, not the character."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(f"{name} is not valid text: character U+{ord(text[error.start]):04X} at position "
+                         f"{error.start} is a lone surrogate (invalid UTF-8)") from None
+
+
 def encode_prompt(tokenizer, prompt: str, raw: bool = False, history: tuple[tuple[str, str], ...] = ()) -> list[int]:
     """Token ids of the prompt; by default wrapped in the model's chat template as one user turn,
     after the earlier turns of the conversation (history: (user, assistant) pairs, oldest first).
     Raw, a conversation is its turns' text joined by blank lines."""
+    check_text("the prompt", prompt)
+    for turn in history:
+        for part in turn:
+            check_text("the conversation's history", part)
     if raw or not getattr(tokenizer, "chat_template", None):
         text = "\n\n".join([part for turn in history for part in turn] + [prompt])
         return tokenizer(text, add_special_tokens=True)["input_ids"]

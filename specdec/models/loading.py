@@ -23,7 +23,17 @@ DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfl
 def pick_device(name: str | None = None) -> torch.device:
     """CUDA, then MPS, then CPU, unless a device is named."""
     if name:
-        return torch.device(name)
+        try:
+            device = torch.device(name)
+        except RuntimeError:
+            raise ValueError(f"unknown device {name!r}: use cpu, cuda, cuda:N or mps") from None
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device {name!r}: this torch ({torch.__version__}) sees no CUDA device")
+        if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+            raise ValueError(f"device {name!r}: there are {torch.cuda.device_count()} CUDA devices")
+        if device.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+            raise ValueError(f"device {name!r}: MPS is not available on this machine")
+        return device
     if torch.cuda.is_available():
         return torch.device("cuda")
     if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..engine.config import MAX_TREE_BUDGET, TreeShape
 from ..engine.drafters import DRAFTERS, needs_draft_model
 from ..engine.policy import POLICIES
+from ..engine.text import check_text
 from .fields import COMPARE_FIELDS, NAMES, bind
 
 OFFLINE_NAMES = ("embedded", "qwen-coder-1.5b", "qwen-coder-0.5b")
@@ -116,6 +117,10 @@ def check_prompt(prompt, limits: Limits) -> str:
         raise InvalidInput("prompt is empty: type something for the models to continue")
     if len(prompt) > limits.max_prompt_chars:
         raise InvalidInput(f"prompt is too long: {len(prompt)} characters, the limit is {limits.max_prompt_chars}")
+    try:
+        check_text("the prompt", prompt)
+    except ValueError as error:
+        raise InvalidInput(str(error)) from None
     return prompt
 
 

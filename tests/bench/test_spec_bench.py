@@ -199,12 +199,72 @@ def test_a_run_can_take_a_subset_of_the_sample_by_question_id(tmp_path):
     suite.write_text("".join(json.dumps({"question_id": i, "category": c, "turns": t}) + "\n" for i, c, t in rows))
     pair = Pair(loaded(tiny_model("llama", seed=7), word_tokenizer(96)))
     args = SimpleNamespace(suite=str(suite), per_category=None, sample_seed=0, prompts=("q3", "q1"), temperatures=None,
-                           max_new_tokens=6, drafters=("prompt-lookup",), repeats=1)
-    results = spec_bench_run.run(args, pair, log=lambda message: None)
+                           max_new_tokens=6, drafters=("prompt-lookup",), repeats=1, k=None, policies=None)
+    results = spec_bench_run.run(args, spec_bench_run.chosen_questions(args), pair, log=lambda message: None)
     assert sorted({a["question_id"] for a in results["answers"]}) == ["q1", "q3"]
     assert results["meta"]["questions"] == 2 and results["meta"]["prompts"] == ["q3", "q1"]
-    with pytest.raises(SystemExit, match="--prompts: q9 not in this sample"):
-        spec_bench_run.run(replace_args(args, prompts=("q9",)), pair, log=lambda message: None)
+    assert "every question" in spec_bench_run.caption(results["meta"])
+    with pytest.raises(ValueError, match="--prompts: q9 not in this sample"):
+        spec_bench_run.chosen_questions(replace_args(args, prompts=("q9",)))
+
+
+def test_a_run_checks_its_options_before_any_model_loads_and_honours_k(tmp_path):
+    """A misspelt drafter, a grid option with no meaning here, or two values where the table has room
+    for one are refused by name before loading; --k sets the fixed-k rows' k; a row that needs a draft
+    model is refused by name when the pair has none."""
+    suite = tmp_path / "sb.jsonl"
+    suite.write_text(json.dumps({"question_id": 1, "category": "qa", "turns": ["w5 w9 w14 w5 w9 w14"]}) + "\n")
+    args = SimpleNamespace(suite=str(suite), per_category=None, sample_seed=0, prompts=None, temperatures=None,
+                           max_new_tokens=8, drafters=("prompt-lookup",), repeats=1, k=[2], policies=None)
+    for changes, message in [({"drafters": ("prompt-lookp",)}, "unknown prompt-lookp; a Spec-Bench run has"),
+                             ({"policies": ["cost"]}, "--policies is the grid's"),
+                             ({"k": [2, 4]}, "--k: a Spec-Bench run takes one value"),
+                             ({"k": [0]}, "k must be an integer in"),
+                             ({"temperatures": [0.0, 0.7]}, "--temperatures: a Spec-Bench run takes one value")]:
+        with pytest.raises(ValueError, match=message):
+            spec_bench_run.check_options(replace_args(args, **changes))
+    spec_bench_run.check_options(args)
+    pair = Pair(loaded(tiny_model("llama", seed=7), word_tokenizer(96)))
+    results = spec_bench_run.run(args, spec_bench_run.chosen_questions(args), pair, log=lambda message: None)
+    assert {a["method"] for a in results["answers"]} == {"standard", "prompt lookup (k=2)"}
+    drafted = [int(d.split(":")[1]) for a in results["answers"] for t in a["turns"] for d in t["drafts"] or []
+               if d != "plain"]
+    assert drafted and max(drafted) == 2  # the prompt repeats itself: lookup drafts, at most k a round
+    with pytest.raises(ValueError, match="--drafters draft-model: needs a draft model"):
+        spec_bench_run.run(replace_args(args, drafters=("draft-model",)), spec_bench_run.chosen_questions(args),
+                           pair, log=lambda message: None)
+
+
+@pytest.mark.parametrize("line,message", [
+    ('{"question_id": 1, "category": "qa", "turns": "Say hi."}', "turns must be a non-empty list"),
+    ('{"question_id": 1, "category": "qa" "turns": ["x"]}', r"q.jsonl:2: not valid JSON \(Expecting ',' delimiter, column"),
+    ('5', "q.jsonl:2: each line must be a JSON object, got int"),
+    ('{"question_id": 1, "category": "qa"}', "q.jsonl:2: .*missing turns"),
+    ('{"question_id": 0, "category": "qa", "turns": ["again"]}', "q.jsonl:2: question_id 0 is line 1's too"),
+    ('{"question_id": 1, "category": "", "turns": ["x"]}', "category must be a non-empty string"),
+])
+def test_a_malformed_question_file_is_refused_by_file_line_and_reason(tmp_path, line, message):
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({"question_id": 0, "category": "qa", "turns": ["fine"]}) + "\n" + line + "\n")
+    with pytest.raises(ValueError, match=message):
+        spec_bench.read_questions(path)
+
+
+def test_a_file_whose_first_question_lacks_a_key_is_still_read_as_spec_benchs(tmp_path):
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({"question_id": 0, "category": "qa"}) + "\n")
+    assert spec_bench.is_spec_bench(path)
+    with pytest.raises(ValueError, match="q.jsonl:1: .*missing turns"):
+        spec_bench.read_questions(path)
+
+
+def test_a_category_outside_spec_benchs_tasks_gets_a_column_of_its_own():
+    answers = [answer("q1", "qa", "standard", 10, 1.0), answer("q2", "poetry", "standard", 10, 1.0),
+               answer("q1", "qa", "m", 20, 1.0, [2]), answer("q2", "poetry", "m", 30, 1.0, [3])]
+    base, method = spec_bench.leaderboard(answers)
+    assert method.speedups["poetry"] == pytest.approx(3.0) and method.speedups["Question Answering"] == pytest.approx(2.0)
+    header = spec_bench.table([base, method], "caption").splitlines()[2]
+    assert header.index("Retrieval-augmented Generation") < header.index("poetry") < header.index("Overall")
 
 
 def replace_args(args: SimpleNamespace, **changes) -> SimpleNamespace:

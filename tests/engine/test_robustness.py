@@ -300,3 +300,49 @@ def test_pair_reports_where_greedy_lanes_diverge_and_why():
     assert d.index == 7 and d.standard_token == standard[7] and d.speculative_token == wrong[7]
     assert d.dtype == "float32" and d.margin > d.tolerance and d.numerical_tie is False
     assert pair.divergence(PROMPT, standard, standard[:5]).speculative_token is None
+
+
+# Input the engine refuses by name --------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", [-1, 2**63, 10**20, 1.5, True])
+def test_a_seed_torch_cannot_take_is_refused_naming_the_range(seed):
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 9223372036854775807\]"):
+        Sampling(seed=seed)
+    assert Sampling(seed=2**63 - 1).seed == 2**63 - 1
+
+
+@pytest.mark.parametrize("prompt, message", [
+    ("   \n", "the prompt is empty"),
+    ("w5 \udcff w9", r"U\+DCFF at position 3 is a lone surrogate"),
+])
+def test_a_blank_or_invalid_prompt_is_refused_before_the_tokenizer(prompt, message):
+    from specdec.engine.pair import Pair, Request
+
+    pair = Pair(loaded(tiny_model("llama", seed=7), word_tokenizer(96)))
+    with pytest.raises(ValueError, match=message):
+        pair.prompt_ids(Request(prompt, 8, raw=True))
+    with pytest.raises(ValueError, match="history"):
+        pair.prompt_ids(Request("w5", 8, raw=True, history=(("w5", "w6 \ud800"),)))
+
+
+def test_encoding_leaves_the_context_check_to_the_caller():
+    """The app checks its own token limit between the two, so that limit is the one its error names."""
+    from specdec.engine.pair import Pair, Request
+
+    pair = Pair(loaded(tiny_model("llama", seed=7), word_tokenizer(96)))  # a context of 512 positions
+    request = Request(" ".join(["w5"] * 600), 8, raw=True)
+    assert len(pair.encode(request)) >= 600
+    with pytest.raises(ValueError, match="exceeds the model's context of 512 tokens"):
+        pair.prompt_ids(request)
+
+
+@pytest.mark.parametrize("name, message", [("tpu", "unknown device 'tpu'"), ("cuda", "sees no CUDA device"),
+                                           ("cuda:3", "sees no CUDA device")])
+def test_a_device_this_machine_lacks_is_refused_by_name(name, message):
+    from specdec.models.loading import pick_device
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA machine has the device")
+    with pytest.raises(ValueError, match=message):
+        pick_device(name)
+    assert pick_device("cpu") == torch.device("cpu")

@@ -159,6 +159,7 @@ JUNK_PAYLOADS = [
     ({"drafter": "draft-model", "draft": [1, 2]}, "draft model must be text"),
     ({"adaptive_k": None}, "adaptive_k must be true or false"),
     ({"prompt": 42}, "prompt must be text"),
+    ({"prompt": "ab\ud800c"}, "U+D800 at position 2 is a lone surrogate"),  # JSON's "\ud800": no UTF-8
 ]
 
 
