@@ -64,6 +64,9 @@ def resolve(spec: str, log: Log = print) -> str:
             raise FileNotFoundError(f"GGUF file not found: {path}")
         return str(offline.gguf_to_folder(path, log=log))
     if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"{spec} is a folder with no model in it: no config.json (a model folder is "
+                                    "what save_pretrained writes)")
         return str(path)
     if spec.startswith((".", "/", "~")) or spec.count("/") > 1:
         raise FileNotFoundError(f"model folder not found: {spec}")

@@ -174,6 +174,15 @@ def test_resolve_offline_unknown_names_return_none(cache):
         assert offline.resolve_offline(name, log=pytest.fail) is None
 
 
+def test_a_folder_with_no_model_in_it_is_refused_by_name(cache, tmp_path):
+    from specdec.models.loading import resolve
+
+    with pytest.raises(FileNotFoundError, match="is a folder with no model in it: no config.json"):
+        resolve(str(tmp_path), log=lambda message: None)
+    (tmp_path / "config.json").write_text("{}")
+    assert resolve(str(tmp_path), log=lambda message: None) == str(tmp_path)
+
+
 def test_fetch_cli_rejects_unknown_choice():
     with pytest.raises(ValueError, match="embedded, qwen-pair, all"):
         offline.fetch_cli("qwen")
