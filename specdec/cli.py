@@ -188,6 +188,9 @@ def print_comparison(first: Comparison, serving: Serving, follow_ups: list[Compa
     if s.identical is not None:
         print(f"identical {s.identical}" + divergence_note(s.divergence))
     print(s.verdict)
+    if first.interval:
+        print(f"90% interval of the speedup {first.interval[0]:.2f}-{first.interval[1]:.2f}x"
+              + (": it holds 1.0, so this run cannot tell whether speculation paid; repeat it" if first.undecided else ""))
     for number, follow_up in enumerate(follow_ups, 2):
         print(f"--- turn {number}: {follow_up.stats.verdict}\n{follow_up.standard.text}\n")
     if serving.vllm_config:

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from .engine.events import RoundEvent
 from .engine.pair import Pair, Request
 from .engine.run_stats import RunStats, summarize
+from .engine.stats import speedup_interval
 
 
 @dataclass(frozen=True)
@@ -35,12 +36,20 @@ class Comparison:
     speculative: LaneResult
     rounds: tuple[RoundEvent, ...]
     stats: RunStats
+    # A 90% bootstrap interval of stats.speedup (engine.stats.speedup_interval): how sure this one run
+    # is of its own answer. None with fewer than 3 steps or rounds a lane.
+    interval: tuple[float, float] | None = None
+
+    @property
+    def undecided(self) -> bool:
+        """The interval holds 1.0: this run cannot tell whether speculation paid."""
+        return self.interval is not None and self.interval[0] <= 1.0 <= self.interval[1]
 
     def to_json(self) -> dict:
-        """{"standard", "speculative" (with its "rounds"), "stats"}: the CLI's --json shape."""
+        """{"standard", "speculative" (with its "rounds"), "stats", "speedup_interval"}: the CLI's --json shape."""
         return {"standard": self.standard.to_json(),
                 "speculative": {**self.speculative.to_json(), "rounds": [asdict(r) for r in self.rounds]},
-                "stats": self.stats.to_json()}
+                "stats": self.stats.to_json(), "speedup_interval": list(self.interval) if self.interval else None}
 
 
 def run_comparison(pair: Pair, request: Request, warm_up: bool = True) -> Comparison:
@@ -60,8 +69,10 @@ def run_comparison(pair: Pair, request: Request, warm_up: bool = True) -> Compar
     def lane(ids: list[int], seconds: float) -> LaneResult:
         return LaneResult(tuple(ids), pair.tokenizer.decode(ids, skip_special_tokens=True), seconds)
 
+    interval = speedup_interval([e.seconds for e in standard], [(len(r.tokens), r.seconds) for r in rounds],
+                                point=stats.speedup)
     return Comparison(lane(std_ids, sum(e.seconds for e in standard)),
-                      lane(spec_ids, sum(r.seconds for r in rounds)), rounds, stats)
+                      lane(spec_ids, sum(r.seconds for r in rounds)), rounds, stats, interval)
 
 
 def compare(pair: Pair, request: Request, warm_up: bool = True) -> dict:

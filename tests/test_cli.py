@@ -3,6 +3,7 @@ and it drafts with the draft model it is given."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -66,3 +67,19 @@ def test_bad_arguments_are_refused_before_any_model_loads(capsys, monkeypatch, a
     monkeypatch.setattr(cli, "load_pair", lambda args: pytest.fail("loaded a model for a request that cannot run"))
     with pytest.raises(SystemExit, match=message):
         run(capsys, "--target", "embedded", *argv)
+
+
+def test_a_run_reports_how_sure_it_is_of_its_speedup(folders, capsys):
+    """The verdict's speedup comes with its 90% bootstrap interval (JSON and text); an interval that
+    holds 1.0 says the run cannot tell whether speculation paid."""
+    from specdec import cli
+
+    result = run(capsys, "--target", folders["target"], "--drafter", "prompt-lookup")
+    low, high = result["speedup_interval"]
+    assert low <= result["stats"]["speedup"] <= high and low < high
+    cli.main(["generate", "--prompt", "abc abc abc abc", "--max-new-tokens", "12", "--no-warmup", "--engine", "eager",
+              "--target", folders["target"], "--drafter", "prompt-lookup"])
+    text = capsys.readouterr().out  # another run: its own interval, which the text must read right
+    printed = re.search(r"90% interval of the speedup ([\d.]+)-([\d.]+)x", text)
+    assert printed, text
+    assert ("holds 1.0" in text) == (float(printed[1]) <= 1.0 <= float(printed[2]))
