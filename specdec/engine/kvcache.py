@@ -164,8 +164,14 @@ class CachedModel:
         return True
 
     def _check_tree(self) -> None:
-        """Trees need a mask the attention honours and a cache whose positions can be gathered."""
-        impl = getattr(self.model.config, "_attn_implementation", None)
+        """Trees need a mask the attention honours and a cache whose positions can be gathered. ALiBi
+        models (Bloom, Falcon with alibi, MPT) build their position biases from a 2D padding mask, so a
+        tree's 4D mask, which says which node sees which, has no place in them."""
+        config = self.model.config
+        if getattr(config, "alibi", False) or getattr(config, "model_type", "") in ("bloom", "mpt"):
+            raise UnsupportedModel(f"{type(self.model).__name__} uses ALiBi position biases, built from a 2D "
+                                   "attention mask, so it cannot read a tree's 4D mask; use a chain drafter")
+        impl = getattr(config, "_attn_implementation", None)
         if impl not in TREE_ATTENTION:
             raise UnsupportedModel(f"{type(self.model).__name__} uses {impl!r} attention, which ignores a tree's "
                                    f"4D mask; load it with attn_implementation in {TREE_ATTENTION} for tree drafting")

@@ -380,3 +380,35 @@ def test_round_sources_leave_the_engine_as_plain_str(llama):
                                      Speculation(k=3), GREEDY, 12))
     assert any(r.source for r in rounds) and all(type(r.source) is str for r in rounds)
     orjson.dumps(summarize([], rounds, 3).to_json()["sources"])
+
+
+def alibi_models():
+    from transformers import BloomConfig, BloomForCausalLM, FalconConfig, FalconForCausalLM
+
+    torch.manual_seed(0)
+    yield BloomForCausalLM(BloomConfig(vocab_size=96, hidden_size=32, n_layer=2, n_head=2, initializer_range=0.2)).eval()
+    yield FalconForCausalLM(FalconConfig(vocab_size=96, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                         alibi=True, new_decoder_architecture=False, initializer_range=0.2)).eval()
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_alibi_models_refuse_trees_by_name_and_auto_drafts_chains_for_them(index):
+    """ALiBi models build their position biases from a 2D padding mask (transformers'
+    build_alibi_tensor unpacks its shape), so a tree's 4D mask broke their forward; they are refused
+    up front like a sliding window, and auto's mixed drafter offers them chains only, still exact."""
+    from specdec.engine.drafters import MixedDrafter, PromptLookupDrafter
+    from specdec.engine.drafters.options import DrafterOptions
+    from specdec.engine.policy import make_policy
+
+    target = list(alibi_models())[index]
+    prompt = [3, 4, 5, 6, 3, 4, 5, 6, 3, 4]
+    with pytest.raises(UnsupportedModel, match="ALiBi position biases"):
+        run(target, LookupTreeDrafter(), prompt, 2, max_new=3)
+    lane = CachedModel(target)
+    mixed = MixedDrafter.from_options(DrafterOptions(96, perturbed(target, 0.0), target=lane))
+    assert not any(isinstance(m, (LookupTreeDrafter, DraftTreeDrafter)) for m in mixed.members)
+    expected = [e.token for e in standard_decode(CachedModel(target), prompt, Sampling(), 16)]
+    rounds = list(speculative_decode(lane, mixed, prompt, Speculation(k=4, k_max=8, policy="cost"), Sampling(), 16,
+                                     policy=make_policy("cost", 4, 8)))
+    assert [t for r in rounds for t in r.tokens] == expected and sum(r.accepted for r in rounds) > 0
+    assert isinstance(mixed.members[0], PromptLookupDrafter)
