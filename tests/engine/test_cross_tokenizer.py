@@ -228,3 +228,24 @@ def test_a_draft_stopping_inside_a_word_holds_that_word_back():
     assert drafter._offered_text([], [a, don]).strip() == "a"
     assert drafter._offered_text([], [a, xyz]).strip() == "a xyz"
     assert drafter._offered_text([], [don]).strip() == "don"
+
+
+def test_a_draft_with_a_shorter_context_drafts_what_fits_then_stops():
+    """The pair's context check counts target tokens, but the draft reads the text in its own (a
+    finer tokenizer's are more): a draft with learned positions (GPT-2's n_positions) ran past them
+    and crashed with an IndexError. It now drafts only what fits, and nothing once the text fills
+    its positions: those rounds are plain, and the output is the target's whatever it drafts."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    target_tok, draft_tok = vocabularies(96, 93, 0)
+    torch.manual_seed(0)
+    draft = GPT2LMHeadModel(GPT2Config(vocab_size=len(draft_tok), n_positions=12, n_embd=32, n_layer=1, n_head=2,
+                                       bos_token_id=0, eos_token_id=1)).eval()
+    drafter = CrossTokenizerDrafter(draft, target_tok, draft_tok, 96)
+    generator = torch.Generator().manual_seed(0)
+    for sampling in (Sampling(), Sampling(temperature=1.0, seed=3)):
+        for words, most in ((6, 4), (10, 2), (12, 0), (20, 0)):  # the draft reads `words` tokens; 12 fit
+            drafter.reset()
+            ids = target_tok(" ".join(f"w{5 + i % 7}" for i in range(words)), add_special_tokens=False)["input_ids"]
+            proposal = drafter.propose(ids, 4, sampling, generator)
+            assert len(proposal.tokens) <= most, (words, proposal.tokens)

@@ -16,6 +16,11 @@ Sampled (exact): the draft samples only tokens whose bytes the target also has a
 token-level intersection, see vocab.py), from its processed distribution renormalised over them, so
 each draft token is one target token and q, moved to the target's ids, is exactly the distribution
 that token was drawn from. Standard rejection sampling then keeps the target's distribution.
+
+Context. The pair's context check counts target tokens; the draft reads the same text in its own,
+which a finer tokenizer (bytes, say) makes several times longer. A draft that would run past its
+own positions (max_position_embeddings) drafts only what fits, and nothing once the text fills them:
+those rounds are plain decoding, and the output is the target's either way.
 """
 from __future__ import annotations
 
@@ -45,6 +50,7 @@ class CrossTokenizerDrafter(DrafterBase):
     def __init__(self, model: torch.nn.Module, target_tokenizer, draft_tokenizer, target_vocab_size: int):
         # Padded embedding rows past the draft's tokenizer are no token: never proposed, never decoded.
         self.draft = CachedModel(model, min(len(draft_tokenizer), output_width(model)))
+        self.positions = getattr(model.config, "max_position_embeddings", None) or 10**9  # the draft's own context
         self.target_tokenizer, self.draft_tokenizer = target_tokenizer, draft_tokenizer
         self.map = token_map(target_tokenizer, draft_tokenizer, target_vocab_size, self.draft.vocab_size)
         self.reset()
@@ -60,7 +66,8 @@ class CrossTokenizerDrafter(DrafterBase):
     def propose(self, ids: list[int], k: int, sampling: Sampling, generator: torch.Generator,
                 source: str | None = None) -> Draft:
         context = self._context(ids)
-        if not context:
+        k = min(k, self.positions - len(context))  # each written token is read at the next position
+        if not context or k < 1:
             return Draft([], None)
         catch_up = len(context) - common_prefix(self.draft.ids, context)
         if sampling.greedy:
