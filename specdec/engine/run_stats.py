@@ -26,6 +26,9 @@ from .stats import alpha_analytic, alpha_mle, alpha_naive, cost_ratio, expected_
 from .verdicts import Divergence
 
 
+MIN_VERDICT_ROUNDS = 3  # fewer, and a run's speedup is one pass's timing (an answer of one token, EOS first)
+
+
 def verdict_answer(speedup: float | None) -> str:
     """The verdict's answer alone: did speculation pay (the table's short cell)."""
     if speedup is None:
@@ -48,6 +51,8 @@ class Verdict:
 
     @property
     def answer(self) -> str:
+        if self.speedup is not None and self.rounds < MIN_VERDICT_ROUNDS:  # one round's timing is noise
+            return f"too short to tell whether speculation paid ({self.rounds} round{'s' * (self.rounds != 1)})"
         return verdict_answer(self.speedup)
 
     def __str__(self) -> str:

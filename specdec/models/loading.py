@@ -50,6 +50,9 @@ def pick_dtype(device: torch.device, name: str | None = None) -> torch.dtype:
     return torch.float32 if device.type == "cpu" else torch.bfloat16
 
 
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+
+
 def resolve(spec: str, log: Log = print) -> str:
     """What from_pretrained should read: an offline name or GGUF file becomes a cached safetensors
     folder (converted once), a folder stays a folder, anything else is taken as a Hub id."""
@@ -67,6 +70,9 @@ def resolve(spec: str, log: Log = print) -> str:
         if not (path / "config.json").is_file():
             raise FileNotFoundError(f"{spec} is a folder with no model in it: no config.json (a model folder is "
                                     "what save_pretrained writes)")
+        if not any((path / name).is_file() for name in TOKENIZER_FILES):
+            raise FileNotFoundError(f"{spec} has a model but no tokenizer: none of {', '.join(TOKENIZER_FILES)} "
+                                    "(save the tokenizer beside it with tokenizer.save_pretrained)")
         return str(path)
     if spec.startswith((".", "/", "~")) or spec.count("/") > 1:
         raise FileNotFoundError(f"model folder not found: {spec}")

@@ -124,6 +124,8 @@ def test_run_stats_are_typed_and_their_json_keeps_its_shape():
     assert "divergence" not in data  # not compared yet: the CLI compares finished greedy lanes
     assert data["verdict"] == str(s.verdict) and data["verdict"].startswith("speculation did not pay: 0.88x")
     assert "settled on k=1.5, 0 of 3 rounds plain" in data["verdict"]  # the median k of rounds 2 and 3
+    short = summarize(std[:3], rounds[:1], k=2)  # one round: its speedup is one pass's timing
+    assert str(short.verdict).startswith("too short to tell whether speculation paid (1 round): ")
     assert RunStats.from_json(json.loads(json.dumps(data))) == s
     tie = Divergence(4, 7, 9, 0.01, 0.02, "bfloat16", True, (7, 9))
     compared = s.compared_with(tie)

@@ -180,6 +180,9 @@ def test_a_folder_with_no_model_in_it_is_refused_by_name(cache, tmp_path):
     with pytest.raises(FileNotFoundError, match="is a folder with no model in it: no config.json"):
         resolve(str(tmp_path), log=lambda message: None)
     (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match="has a model but no tokenizer: none of tokenizer.json"):
+        resolve(str(tmp_path), log=lambda message: None)
+    (tmp_path / "tokenizer_config.json").write_text("{}")
     assert resolve(str(tmp_path), log=lambda message: None) == str(tmp_path)
 
 
