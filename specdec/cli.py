@@ -129,16 +129,14 @@ def policy_of(args) -> str:
 def generate(args) -> None:
     from .engine.decoding import check_budget
     from .engine.pair import Request
-    from .engine.text import check_text
+    from .engine.text import check_prompt
     from .comparison import run_comparison
 
     # 1. Everything that can be checked without the models, before a load that may take minutes.
     if args.draft_layers and args.drafter != "self":
         raise SystemExit("--draft-layers is for --drafter self")
     for text in [args.prompt, *args.turn]:
-        check_text("the prompt", text)
-        if not text.strip():
-            raise ValueError("the prompt is empty")
+        check_prompt(text)
     check_budget(args.max_new_tokens)
     sampling = Sampling(args.temperature, args.top_k, args.top_p, args.seed)
     spec = Speculation(k=args.k, confidence=args.confidence, policy=policy_of(args),

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from .engine.events import RoundEvent
 from .engine.pair import Pair, Request
 from .engine.run_stats import RunStats, summarize
-from .engine.stats import speedup_interval
+from .engine.stats import speedup_interval, undecided
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class Comparison:
     @property
     def undecided(self) -> bool:
         """The interval holds 1.0: this run cannot tell whether speculation paid."""
-        return self.interval is not None and self.interval[0] <= 1.0 <= self.interval[1]
+        return undecided(self.interval)
 
     def to_json(self) -> dict:
         """{"standard", "speculative" (with its "rounds"), "stats", "speedup_interval"}: the CLI's --json shape."""

@@ -27,6 +27,11 @@ class Method:
     peer: bool = False  # transformers' assisted generation with its real defaults
     cold: bool = False  # token recycling from an empty table each turn, not the lane's session's
 
+    @property
+    def option(self) -> str:
+        """The name --drafters picks this row by: its drafter's, or "transformers" for the peer."""
+        return self.drafter or "transformers"
+
 
 def methods(has_draft: bool, k: int) -> list[Method]:
     """Ours at k (fixed) for each drafter family the pair can run, auto, and transformers' assisted
@@ -171,7 +176,7 @@ def check_options(args) -> None:
             raise ValueError(f"{name}: a Spec-Bench run takes one value, got {len(values)}")
     if args.k:
         Speculation(k=args.k[0], k_max=max(args.k[0], 16))  # its own message for a k out of range
-    known = {m.drafter or "transformers" for m in methods(True, 4)}
+    known = {m.option for m in methods(True, 4)}
     if args.drafters and (unknown := set(args.drafters) - known):
         raise ValueError(f"--drafters: unknown {', '.join(sorted(unknown))}; a Spec-Bench run has "
                          f"{', '.join(sorted(known))}")
@@ -184,8 +189,8 @@ def run(args, questions: list[spec_bench.Question], pair: Pair, log) -> dict:
     base = Request("", args.max_new_tokens or 128, sampling, Speculation(k=k, k_max=max(k, 16)))
     lanes = methods(pair.draft is not None and pair.tokenizer_mismatch is None, k)
     if args.drafters:  # a subset, by drafter name ("auto" and "transformers" name those two rows)
-        lanes = [m for m in lanes if (m.drafter or "transformers") in args.drafters]
-        if missing := set(args.drafters) - {m.drafter or "transformers" for m in lanes}:
+        lanes = [m for m in lanes if m.option in args.drafters]
+        if missing := set(args.drafters) - {m.option for m in lanes}:
             raise ValueError(f"--drafters {', '.join(sorted(missing))}: needs a draft model with the target's "
                              "tokenizer (--draft)")
     for method in lanes:  # one-time costs (kernels, the verify-cost table) off the clock

@@ -61,6 +61,11 @@ def output_width(model: torch.nn.Module) -> int:
     return model.get_output_embeddings().out_features
 
 
+def context_length(model: torch.nn.Module) -> int:
+    """The positions the model was built for (max_position_embeddings; unbounded when it says none)."""
+    return getattr(model.config, "max_position_embeddings", None) or 10**9
+
+
 def input_rows(model: torch.nn.Module) -> int:
     return model.get_input_embeddings().num_embeddings
 

@@ -14,7 +14,7 @@ from .decoding import speculative_decode, standard_decode
 from .drafters import NEEDS_DRAFT, SAME_TOKENIZER, TREE, AdjacencyTable, best_drafter, check_draft_reads, \
     DrafterOptions, make_drafter
 from .events import RoundEvent, TokenEvent
-from .kvcache import CachedModel, common_prefix, new_cache, output_width
+from .kvcache import CachedModel, common_prefix, context_length, new_cache, output_width
 from .loaded import Loaded, TokenizerMismatch, check_tokenizers
 from .policy import CostModel, make_policy
 from .text import encode_prompt
@@ -108,8 +108,6 @@ class Pair:
     def encode(self, request: Request) -> list[int]:
         """The prompt's ids (with the chat template and the history), not yet checked against the
         context: a caller with a lower limit of its own checks that first (the app's max_prompt_tokens)."""
-        if not request.prompt.strip():
-            raise ValueError("the prompt is empty")
         ids = encode_prompt(self.tokenizer, request.prompt, raw=request.raw, history=request.history)
         if not ids:
             raise ValueError("the prompt is empty")
@@ -118,7 +116,7 @@ class Pair:
     def check_context(self, prompt_tokens: int, request: Request) -> None:
         """The verify pass may run k positions past the last kept token, so that is budgeted too."""
         models = [self.target] + ([self.draft] if self.draft else [])
-        context = min(getattr(m.model.config, "max_position_embeddings", None) or 10**9 for m in models)
+        context = min(context_length(m.model) for m in models)
         needed = prompt_tokens + request.max_new_tokens + request.spec.k_max
         if needed > context:
             raise ValueError(f"prompt ({prompt_tokens} tokens) + max_new_tokens ({request.max_new_tokens}) + "

@@ -101,6 +101,11 @@ def median_step_seconds(seconds: Sequence[float]) -> float:
     return statistics.median(steps) if steps else 0.0
 
 
+def undecided(interval: tuple[float, float] | None) -> bool:
+    """A speedup interval that holds 1.0: the run cannot tell whether speculation paid."""
+    return interval is not None and interval[0] <= 1.0 <= interval[1]
+
+
 def speedup_interval(standard_seconds: Sequence[float], rounds: Sequence[tuple[int, float]], level: float = 0.9,
                      draws: int = 1000, seed: int = 0, point: float | None = None,
                      skip_first: bool = True) -> tuple[float, float] | None:

@@ -13,11 +13,18 @@ def check_text(name: str, text: str) -> None:
                          f"{error.start} is a lone surrogate (invalid UTF-8)") from None
 
 
+def check_prompt(prompt: str) -> None:
+    """A prompt a run can take: not blank, and text a tokenizer can read (check_text)."""
+    if not prompt.strip():
+        raise ValueError("the prompt is empty")
+    check_text("the prompt", prompt)
+
+
 def encode_prompt(tokenizer, prompt: str, raw: bool = False, history: tuple[tuple[str, str], ...] = ()) -> list[int]:
     """Token ids of the prompt; by default wrapped in the model's chat template as one user turn,
     after the earlier turns of the conversation (history: (user, assistant) pairs, oldest first).
     Raw, a conversation is its turns' text joined by blank lines."""
-    check_text("the prompt", prompt)
+    check_prompt(prompt)
     for turn in history:
         for part in turn:
             check_text("the conversation's history", part)

@@ -6,6 +6,7 @@ import html
 from ..engine.drafters import DRAFTERS
 from ..engine.events import ACCEPTED, BONUS, CORRECTED, PLAIN
 from ..engine.run_stats import RunStats, TreeYield
+from ..engine.stats import undecided
 from ..serving import METRICS, NOTE, Serving
 from .result import RaceResult
 
@@ -148,7 +149,7 @@ def result_card(result: RaceResult | None) -> str:
     if run.k_settled is not None:
         parts.append(f"k settled on {run.k_settled:g}")
     notes = []
-    if interval and interval[0] <= 1.0 <= interval[1]:
+    if undecided(interval):
         notes.append("the interval holds 1.0: this run cannot tell whether speculation paid; repeat it")
     if result.busy:
         notes.append("the machine was busy (standard steps slower than at warm-up): the numbers are noisier")

@@ -29,7 +29,7 @@ import re
 import torch
 
 from ..config import Sampling
-from ..kvcache import CachedModel, common_prefix, output_width
+from ..kvcache import CachedModel, common_prefix, context_length, output_width
 from ..sampling import probs_from_logits, sample_from, uniforms
 from .options import DrafterOptions
 from .base import Draft, DrafterBase
@@ -50,7 +50,7 @@ class CrossTokenizerDrafter(DrafterBase):
     def __init__(self, model: torch.nn.Module, target_tokenizer, draft_tokenizer, target_vocab_size: int):
         # Padded embedding rows past the draft's tokenizer are no token: never proposed, never decoded.
         self.draft = CachedModel(model, min(len(draft_tokenizer), output_width(model)))
-        self.positions = getattr(model.config, "max_position_embeddings", None) or 10**9  # the draft's own context
+        self.positions = context_length(model)  # the draft's own, in its own tokens
         self.target_tokenizer, self.draft_tokenizer = target_tokenizer, draft_tokenizer
         self.map = token_map(target_tokenizer, draft_tokenizer, target_vocab_size, self.draft.vocab_size)
         self.reset()
