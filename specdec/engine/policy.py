@@ -49,7 +49,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
 
-from .confidence import Calibration, StopRule
+from .confidence import Calibration, StopRule, TextShift, shifted
 from .sources import Source, drafter_of
 from .events import RoundEvent, TreeRound
 
@@ -172,6 +172,7 @@ class SourceCosts:
     width: Decayed = None  # type: ignore[assignment]  # tokens in its rounds' target passes (trees)
     calibration: Calibration = field(default_factory=Calibration)  # acceptance by draft confidence
     after: Calibration = field(default_factory=Calibration)  # acceptance by the confidence before it
+    text: TextShift = field(default_factory=TextShift)  # this request's offset from the calibration
     request_depth: int = 0  # the deepest position tested on this request's text (start_request resets it)
     # This request's own rounds (a free source's or a model tree's: CostModel.yield_checked): how many
     # kept their first token, and how many its alpha_1 promised when it was chosen (observe_yield,
@@ -275,11 +276,15 @@ class SourceCosts:
         self.after.cap(calibration)
         self.request_depth = 0
         self.yield_kept = self.yield_promised = 0.0
+        self.text.reset()
 
-    def observe_confidences(self, confidences: Sequence[float], accepted: int) -> None:
+    def observe_confidences(self, confidences: Sequence[float], accepted: int, prior: float) -> None:
         """A model chain's drafted confidences and how many were accepted: acceptance by confidence
         (calibration), and by the confidence before (after: position i + 1 of the round is the i-th
-        position of confidences[:-1], tested where i <= accepted, kept where i < accepted)."""
+        position of confidences[:-1], tested where i <= accepted, kept where i < accepted); and this
+        text's offset from what the calibration predicted for its tested positions before the round
+        (confidence.TextShift; prior: the source's alpha_1, as the stop rule reads a(c))."""
+        self.text.observe([self.calibration.acceptance(c, prior) for c in confidences[: accepted + 1]], accepted)
         self.calibration.observe(confidences, accepted)
         self.after.observe(confidences[:-1], accepted - 1)
 
@@ -406,10 +411,11 @@ class CostModel:
         if round.drafted:  # what a source shows (a plain round, chosen or with nothing to draft, shows none)
             costs = self.source(source)
             self.observe_yield(round, source)  # (before this round's evidence moves E(k))
+            alpha_1 = self.position_alphas(source, 1)[0]  # (what the stop rule read a(c) with)
             costs.observe(self.asked_depth(round, source), round.accepted,
                           proposing / round.draft_length if steady else None)
             if round.tree is None:
-                costs.observe_confidences(round.confidences, round.accepted)
+                costs.observe_confidences(round.confidences, round.accepted, alpha_1)
             costs.width.add(len(round.drafted) + 1)
             self.observed.add(str(source))
             if round.tree is not None and round.tree.nested:
@@ -533,8 +539,9 @@ class CostModel:
         depth, accepted, confidences = tree.as_chain()
         if depth:
             costs = self.source(tree.chain)
+            alpha_1 = self.position_alphas(tree.chain, 1)[0]
             costs.observe(depth, accepted, None)
-            costs.observe_confidences(confidences, accepted)
+            costs.observe_confidences(confidences, accepted, alpha_1)
             self.observed.add(tree.chain)
 
     def observe_free(self, drafts: Mapping[str, "Draft"], committed: Sequence[int]) -> None:
@@ -722,6 +729,7 @@ class CostPolicy:
     OPTIMISTIC = True  # draws no lower than the posterior mean (draw_alpha_1)
     FREE_AT_MEAN = True  # a free source's alpha_1 at its posterior mean, never drawn (draw_alpha_1)
     AFTER_LAST = True  # the stop rule expects the next token by the last one's confidence (StopRule.after)
+    TEXT_SHIFT = True  # the stop rule reads acceptance through this text's offset (confidence.TextShift)
 
     def __init__(self, k_max: int, costs: CostModel | None = None, seed: int = 0):
         self.k_max = k_max
@@ -832,8 +840,14 @@ class CostPolicy:
         alphas = self.costs.position_alphas(source, max(1, costs.tested_depth))
         # v(1..horizon + 1), read off the table once: the rule asks for them after every drafted token.
         passes = tuple(self.costs.pass_seconds_many(range(1, horizon + 2)))
-        after = costs.after.acceptance if self.AFTER_LAST and costs.after.evidence >= self.MIN_CALIBRATION else None
-        return StopRule(lambda c: costs.calibration.acceptance(c, alphas[0]), tuple(alphas),
+        # This text's offset from the pair's calibration (confidence.py, "This text"), on all it expects.
+        delta = costs.text.delta if self.TEXT_SHIFT else 0.0
+        after = None
+        if self.AFTER_LAST and costs.after.evidence >= self.MIN_CALIBRATION:
+            # (a_bar comes shifted from the position alphas below: back to the pair's, then shifted once)
+            after = lambda c, a_bar: shifted(costs.after.acceptance(c, shifted(a_bar, -delta)), delta)  # noqa: E731
+        return StopRule(lambda c: shifted(costs.calibration.acceptance(c, alphas[0]), delta),
+                        tuple(shifted(a, delta) for a in alphas),
                         costs.draft.mean or 0.0, lambda n: passes[min(n, len(passes)) - 1],
                         self.costs.overhead.mean or 0.0, horizon, after)
 

@@ -1,13 +1,15 @@
 """Confidence stops chosen by the cost policy (engine/confidence.py): the calibration counts only
 tested positions, the stop rule is the marginal-rate inequality, the policy hands it out once it is
 measured, and no stop, however extreme, changes what is generated."""
+import math
+
 import pytest
 import torch
 
 from chi_square import chi_square, critical, joint
 from helpers import perturbed, tiny_model
 from specdec.engine.config import Sampling, Speculation
-from specdec.engine.confidence import Calibration, StopRule
+from specdec.engine.confidence import Calibration, StopRule, shifted
 from specdec.engine.decoding import speculative_decode, standard_decode
 from specdec.engine.drafters import HybridDrafter, ModelDrafter
 from specdec.engine.events import ACCEPTED, CORRECTED, RoundEvent
@@ -103,8 +105,8 @@ def test_tokens_are_calibrated_by_the_confidence_before_them():
     from specdec.engine.policy import SourceCosts
     costs = SourceCosts(decay=1.0)
     costs.calibration.decay = costs.after.decay = 1.0
-    costs.observe_confidences((0.2, 0.9, 0.95), accepted=2)
-    costs.observe_confidences((0.3, 0.9), accepted=0)
+    costs.observe_confidences((0.2, 0.9, 0.95), accepted=2, prior=0.7)
+    costs.observe_confidences((0.3, 0.9), accepted=0, prior=0.7)
     after = costs.after
     assert after.tested[after.bin(0.2)] == 1 and after.kept[after.bin(0.2)] == 1
     assert after.tested[after.bin(0.9)] == 1 and after.kept[after.bin(0.9)] == 0
@@ -155,7 +157,8 @@ def test_the_stop_rule_reads_deep_positions_as_the_chain_above_them():
     policy = CostPolicy(k_max=16, costs=costs)
     rule = policy.stop_rule(MODEL, 10)
     alphas = costs.position_alphas(MODEL, 8)
-    assert tuple(rule.position_alpha) == tuple(alphas)
+    delta = costs.source(MODEL).text.delta  # (this text's offset: confidence.TextShift)
+    assert tuple(rule.position_alpha) == tuple(shifted(a, delta) for a in alphas)
     assert alphas[0] < 0.6 and min(alphas[5:]) > 0.9 and costs.source(MODEL).kept[5].weight < 0.1
     assert rule.keep_drafting([0.95] * 5)  # past the depth every recent round stopped at
 
@@ -222,3 +225,54 @@ def test_sampling_stays_exact_under_confidence_stops(stop):
     assert stat < critical(dof), (stat, dof)
     wrong, wrong_dof = chi_square(counts, joint(draft, sampling, prompt, vocab), runs)
     assert wrong > critical(wrong_dof), "the test cannot tell the draft's distribution from the target's"
+
+
+def test_a_text_that_keeps_more_than_the_calibration_says_shifts_it_up_and_a_new_request_forgets():
+    """TextShift: positions kept beyond their predicted acceptance move delta up, rejected ones down;
+    the MAP stays bounded (a prior, SHIFT_LIMIT) when every position was kept; reset forgets."""
+    from specdec.engine.confidence import SHIFT_LIMIT, TextShift, shifted
+    up, down = TextShift(), TextShift()
+    assert up.delta == 0.0 and shifted(0.6, up.delta) == 0.6
+    up.observe([0.6, 0.7, 0.8, 0.7, 0.6], accepted=5)  # all kept at about 0.7 predicted
+    down.observe([0.9, 0.9, 0.9], accepted=0)  # the first, predicted 0.9, rejected
+    assert 0.3 < up.delta < SHIFT_LIMIT and down.delta < -0.3
+    first = up.delta
+    for _ in range(20):  # round after round kept whole: more sure, never unbounded
+        up.observe([0.7] * 8, accepted=8)
+    assert first < up.delta <= SHIFT_LIMIT
+    for _ in range(40):  # then tokens the calibration was sure of, kept: they say little, and the
+        up.observe([0.999] * 8, accepted=8)  # old rounds fade (SHIFT_DECAY)
+    assert 0.0 <= up.delta < first
+    assert shifted(0.5, up.delta) > 0.5 and abs(shifted(shifted(0.8, 1.3), -1.3) - 0.8) < 1e-9
+    # The MAP: the gradient of the log posterior at delta is zero (one round, undecayed).
+    one = TextShift()
+    one.observe([0.5, 0.8, 0.3], accepted=2)
+    p = [1 / (1 + math.exp(-(math.log(a / (1 - a)) + one.delta))) for a in (0.5, 0.8, 0.3)]
+    assert abs((1 - p[0]) + (1 - p[1]) - p[2] - one.delta) < 1e-6
+    up.reset()
+    assert up.delta == 0.0 and not up.positions
+
+
+def test_the_stop_rule_drafts_deeper_on_a_text_that_copies():
+    """The cost policy's stop rule reads a(c) through this request's offset: after rounds that kept
+    every token at middling confidence, the same confidences draft on where the pair's calibration
+    alone stops; start_request puts delta back to 0."""
+    costs = CostModel(decay=1.0)
+    for n in range(1, 18):
+        for i in (1, 2):
+            costs.observe(rnd(i, n - 1, 0, (0.5,) * (n - 1), verify_s=0.3 + 0.02 * n), "timing")
+    policy = CostPolicy(k_max=16, costs=costs)
+    for i in range(6):  # the pair: tokens at 0.7 kept half the time
+        policy.observe(rnd(10 + i, 4, 2, (0.7,) * 4, draft_s=0.03), MODEL)
+    costs.start_request()
+    before = policy.choose([MODEL]).stop
+    drafted = [0.7] * 5
+    for i in range(3):  # this text: every token at 0.7 kept
+        policy.observe(rnd(20 + i, 4, 4, (0.7,) * 4, draft_s=0.03), MODEL)
+    after = policy.choose([MODEL]).stop
+    assert costs.source(MODEL).text.delta > 0.5
+    assert after.accept(0.7) > before.accept(0.7) + 0.1
+    depth = lambda rule: next((j for j in range(1, 17) if not rule.keep_drafting(drafted[:1] * j)), 16)  # noqa: E731
+    assert depth(after) > depth(before)
+    costs.start_request()
+    assert costs.source(MODEL).text.delta == 0.0
