@@ -721,7 +721,9 @@ class CostPolicy:
 
     Confidence. Once a model source has shown how its acceptance follows its own confidence
     (MIN_CALIBRATION tested positions), its rounds draft up to the reach and stop at the first
-    token after which drafting on would not pay (confidence.StopRule); k is then a cap."""
+    token after which drafting on would not pay (confidence.StopRule); k is then a cap. The rule
+    reads the pair's calibration through this request's offset from it (TEXT_SHIFT,
+    confidence.TextShift): a text that copies keeps more at each confidence than the pair's average."""
 
     name = "cost"
     MIN_CALIBRATION = 8
