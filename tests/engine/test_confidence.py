@@ -230,7 +230,7 @@ def test_sampling_stays_exact_under_confidence_stops(stop):
 def test_a_text_that_keeps_more_than_the_calibration_says_shifts_it_up_and_a_new_request_forgets():
     """TextShift: positions kept beyond their predicted acceptance move delta up, rejected ones down;
     the MAP stays bounded (a prior, SHIFT_LIMIT) when every position was kept; reset forgets."""
-    from specdec.engine.confidence import SHIFT_LIMIT, TextShift, shifted
+    from specdec.engine.confidence import SHIFT_LIMIT, TextShift
     up, down = TextShift(), TextShift()
     assert up.delta == 0.0 and shifted(0.6, up.delta) == 0.6
     up.observe([0.6, 0.7, 0.8, 0.7, 0.6], accepted=5)  # all kept at about 0.7 predicted
@@ -266,13 +266,12 @@ def test_the_stop_rule_drafts_deeper_on_a_text_that_copies():
         policy.observe(rnd(10 + i, 4, 2, (0.7,) * 4, draft_s=0.03), MODEL)
     costs.start_request()
     before = policy.choose([MODEL]).stop
-    drafted = [0.7] * 5
     for i in range(3):  # this text: every token at 0.7 kept
         policy.observe(rnd(20 + i, 4, 4, (0.7,) * 4, draft_s=0.03), MODEL)
     after = policy.choose([MODEL]).stop
     assert costs.source(MODEL).text.delta > 0.5
     assert after.accept(0.7) > before.accept(0.7) + 0.1
-    depth = lambda rule: next((j for j in range(1, 17) if not rule.keep_drafting(drafted[:1] * j)), 16)  # noqa: E731
+    depth = lambda rule: next((j for j in range(1, 17) if not rule.keep_drafting([0.7] * j)), 16)  # noqa: E731
     assert depth(after) > depth(before)
     costs.start_request()
     assert costs.source(MODEL).text.delta == 0.0
