@@ -20,9 +20,6 @@ class Loaded:
     dtype: torch.dtype
     engine: str = "eager"  # "fast": linear layers prepacked for the CPU (specdec.models.fast)
     quantize: str | None = None  # "int8": a dynamically quantized copy (drafts on CPU)
-    # The width a pass over n tokens really runs at, n = 1..len (the fast engine pads narrow passes
-    # to a cheaper width: specdec.models.fast); a wider pass, or any on a model without one, as itself.
-    pass_widths: tuple[int, ...] = ()
 
     @property
     def eos_ids(self) -> list[int]:

@@ -213,17 +213,11 @@ class Pair:
         """The setup's cost model, sharing the target's pass times with every other setup's."""
         key = self.setup_key(request)
         if key not in self.costs:
-            first = not self.costs
-            self.costs[key] = self._new_cost_model()
-            if self.verify_costs is not None and first:
+            shared = next(iter(self.costs.values()), None)
+            self.costs[key] = shared.sharing_passes() if shared else CostModel()
+            if self.verify_costs is not None and shared is None:
                 self.costs[key].seed_verify(self.verify_costs)
         return self.costs[key]
-
-    def _new_cost_model(self) -> CostModel:
-        """Another setup's: the pass times of the setups before it (sharing_passes), else its own,
-        told which widths the target's passes run at (the fast engine's padding: Loaded.pass_widths)."""
-        shared = next(iter(self.costs.values()), None)
-        return shared.sharing_passes() if shared else CostModel(pass_widths=self.target.pass_widths)
 
     def divergence(self, prompt_ids: list[int], standard_ids: list[int], speculative_ids: list[int]) -> Divergence | None:
         """Where two greedy lanes first differ, and whether the target itself could not tell the two
@@ -312,7 +306,8 @@ class Pair:
             for key, saved in data["costs"].items():
                 model = self.costs.get(key)
                 if model is None:
-                    model = self.costs[key] = self._new_cost_model()
+                    shared = next(iter(self.costs.values()), None)
+                    model = self.costs[key] = shared.sharing_passes() if shared else CostModel()
                 model.restore(saved, timings, scale)
         except (KeyError, TypeError, ValueError, ZeroDivisionError):
             return "unreadable"

@@ -45,7 +45,6 @@ sources (token recycling's eight trees cost a cold start eight rounds, one each,
 from __future__ import annotations
 
 import bisect
-import math
 import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Protocol, Sequence
@@ -310,13 +309,10 @@ class CostModel:
     OFFERED_DEPTH = True  # a tree or lookup tested as deep as asked (asked_depth)
     YIELD_CHECKED = True  # a free source's alpha_1 scaled by what its own rounds kept (observe_yield)
     YIELD_CHECKED_TREES = True  # a model tree's too (observe_yield)
-    POOLED_WIDTHS = True  # widths the target runs at one width share one v (run_width)
 
-    def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0,
-                 pass_widths: tuple[int, ...] = ()):
+    def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
-        self.pass_widths = tuple(pass_widths)  # the width a pass over n tokens runs at (run_width)
-        self.verify: dict[int, Decayed] = {}  # tokens the target pass runs at (run_width) -> seconds
+        self.verify: dict[int, Decayed] = {}  # tokens in the target pass -> seconds
         self.seen_widths: set[int] = set()
         self.sources: dict[str, SourceCosts] = {}
         self.overhead = Decayed(decay)  # seconds per round spent outside the models (choosing k)
@@ -355,7 +351,7 @@ class CostModel:
     def sharing_passes(self) -> "CostModel":
         """A cost model for another setup of the same pair: its own sources' evidence, this one's
         target pass times and per-round overhead (the same target on the same device)."""
-        other = CostModel(self.decay, self.prior_alpha, self.prior_weight, self.pass_widths)
+        other = CostModel(self.decay, self.prior_alpha, self.prior_weight)
         other.verify, other.seen_widths, other.overhead = self.verify, self.seen_widths, self.overhead
         return other
 
@@ -578,19 +574,6 @@ class CostModel:
                 self.source(size).observe_first(first in roots)
                 self.observed.add(size)
 
-    def run_width(self, width: int) -> int:
-        """The width a target pass over `width` tokens really runs at: the fast engine runs a narrow
-        pass at a wider width where that is cheaper (specdec.models.fast, Padding), so every width
-        padded to one width is the same work and has one v, learned from all of their passes. Kept
-        apart, their timings' noise read as shape: on the 2-core host, with passes over 1 to 5
-        tokens all run at 6, the warm-up table read v(1..5) 0.33, 0.28, 0.34, 0.29, 0.25 s, and the
-        policy took a 4-token lookup at "v(5)" for cheaper than a plain step and drafted 4 model
-        tokens at confidences of 0.1-0.5 because the fifth seemed to cost nothing (a translation's
-        rounds, docs/spec-bench/notes.md)."""
-        if not self.POOLED_WIDTHS:
-            return width
-        return self.pass_widths[width - 1] if 1 <= width <= len(self.pass_widths) else width
-
     def learn_pass(self, width: int, seconds: float) -> None:
         """One timed target pass over width tokens. A width never timed starts from what the widths
         around it say (pass_seconds), worth PASS_PRIOR passes, and no pass counts for more than
@@ -599,7 +582,6 @@ class CostModel:
         that would use it out of reach (on the Qwen pair v(4) read 250 ms between v(3) and v(5) at
         150 ms, and the stop rule, seeing one more token cost 100 ms, ended every model draft at 2).
         A lasting change still shows: each pass moves the estimate by up to OUTLIER."""
-        width = self.run_width(width)
         known = self.verify.get(width)
         if known is None:
             guess = self.pass_seconds(width)
@@ -613,16 +595,12 @@ class CostModel:
     def seed_verify(self, table) -> None:
         """Start v(n) from a table measured at warm-up (verify_costs.VerifyCosts): each width enters as
         PASS_PRIOR passes, which the rounds' own then outweigh as they decay. Seeded widths count as
-        measured, so the trust region starts at the table's widest rather than at nothing. Widths
-        that run at one width (run_width) enter as the mean of their times."""
-        runs: dict[int, list[float]] = {}
+        measured, so the trust region starts at the table's widest rather than at nothing."""
         for width, seconds in zip(table.widths, table.seconds):
-            runs.setdefault(self.run_width(width), []).append(seconds)
-            self.seen_widths.add(width)
-        for width, times in runs.items():
             if width not in self.verify:
                 self.verify[width] = Decayed(self.decay)
-                self.verify[width].add(sum(times) / len(times), self.PASS_PRIOR)
+                self.verify[width].add(seconds, self.PASS_PRIOR)
+            self.seen_widths.add(width)
 
     def pass_seconds(self, width: float) -> float | None:
         """v(width): measured; else read off the line between the measured widths around it, or
@@ -633,22 +611,7 @@ class CostModel:
         """v(width) for each width, the measured table sorted once (a policy prices every k of
         every source each round: on a small model that bookkeeping is a share of a step)."""
         known = sorted((n, d.mean) for n, d in self.verify.items() if d.mean is not None)
-        return [self._interpolate_run(known, width) for width in widths]
-
-    def _interpolate_run(self, known: list[tuple[int, float]], width: float) -> float | None:
-        """v(width) at the width the pass runs at; a fractional width (a tree's measured mean) on the
-        line between its two whole neighbours' run widths."""
-        if not self.pass_widths or not self.POOLED_WIDTHS:
-            return interpolate(known, width)
-        low = math.floor(width)
-        v0 = interpolate(known, self.run_width(low))
-        if width == low or v0 is None:
-            return v0
-        return v0 + (interpolate(known, self.run_width(low + 1)) - v0) * (width - low)
-
-    def has_pass(self, width: int) -> bool:
-        """Whether a pass over width tokens has a time of its own (measured, not read off the line)."""
-        return self.run_width(width) in self.verify
+        return [interpolate(known, width) for width in widths]
 
     def expected_tokens(self, source: str, k: int) -> float:
         return self.expected_tokens_upto(source, k)[k]
@@ -791,7 +754,7 @@ class CostPolicy:
             source = unmeasured[0]
             k = min(self.MIN_REACH, self.deepest(source))
             return Choice(k, source, None, f"measuring {source}'s draft cost and acceptance to k={k}")
-        plain = self.costs.pass_seconds(1) if self.costs.has_pass(1) else None
+        plain = self.costs.pass_seconds(1) if 1 in self.costs.verify else None
         if plain is None:
             return Choice(0, sources[0], None, "measuring a plain decode step")
         # 2. Draw each source's alpha_1 from its posterior: the best draft for these draws.

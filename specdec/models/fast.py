@@ -35,8 +35,6 @@ the cheapest width above it is therefore run at that width, the extra rows zeros
 dropped: rows of a product are independent, so the real rows are what the wider kernel computes for
 them. Which widths pay is timed at load like the dense crossover (calibrate_padding, on passes of
 the whole model); where none does, nothing is padded. SmolLM2's small layers gain nothing here.
-Widths padded to one width are then one cost, and the cost policy is told so (pass_widths,
-Loaded.pass_widths, policy.CostModel.run_width): timed apart, their noise read as a shape.
 
 Memory. The packed copies sit beside the dense weights, and the log says how many bytes they add
 (Qwen2.5-1.5B: 6.2 GB on 7.1 GB). A tied LM head (the input embedding's matrix) is packed like any
@@ -228,14 +226,3 @@ def available_memory() -> int | None:
 
 def fast_layers(model: nn.Module) -> list[FastLinear]:
     return [m for m in model.modules() if isinstance(m, FastLinear)]
-
-
-def pass_widths(model: nn.Module) -> tuple[int, ...]:
-    """The width a pass over n tokens really runs at, for n = 1..len (FastLinear.forward: n itself on
-    the dense kernel, else its padded width); a wider pass runs as itself. () where nothing is packed.
-    Passes that run at one width are one cost, which the cost policy must know (policy.CostModel)."""
-    layers = fast_layers(model)
-    if not layers:
-        return ()
-    layer = layers[0]  # (every layer gets the same plan: calibrate_padding)
-    return tuple(n if n <= layer.dense_rows else width for n, width in enumerate(layer.padded_rows, 1))

@@ -11,7 +11,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from ..engine.loaded import Loaded
 from .fast import ENGINES, MEMORY_MARGIN, available_memory, can_prepack, check_engine, default_engine, fast_layers, \
-    packed_bytes, pass_widths, prepack  # noqa: F401  (ENGINES: the choices, for the CLI and the app)
+    packed_bytes, prepack  # noqa: F401  (ENGINES: the choices, for the CLI and the app)
 
 Log = Callable[[str], None]
 
@@ -118,8 +118,7 @@ def load_model(
         model = quantize_int8(model)
         log(f"quantized {spec} to int8 (dynamic, CPU)")
     engine = apply_engine(model, engine or default_engine(device), device, dtype, spec, log, quantized=bool(quantize))
-    return Loaded(spec, model, tokenizer, device, dtype, engine, quantize,
-                  pass_widths(model) if engine == "fast" else ())
+    return Loaded(spec, model, tokenizer, device, dtype, engine, quantize)
 
 
 def apply_engine(model: torch.nn.Module, engine: str, device: torch.device, dtype: torch.dtype, spec: str,

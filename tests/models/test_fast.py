@@ -13,7 +13,6 @@ from specdec.engine.config import Sampling, Speculation, TreeShape
 from specdec.engine.decoding import speculative_decode, standard_decode
 from specdec.engine.drafters import make_drafter
 from specdec.engine.kvcache import CachedModel
-from specdec.engine.pair import Pair, Request
 from specdec.engine.policy import CostModel, CostPolicy
 from specdec.engine.verify_costs import VerifyCosts, measure_draft_step, measure_verify_costs
 from specdec.models import fast, loading
@@ -82,15 +81,6 @@ def test_padding_runs_each_width_at_the_cheapest_from_it_up():
     assert plan == (4, 4, 4, 4, 5, 6) and all(layer.padded_rows == plan for layer in layers)
     growing = fast.calibrate_padding(layers, lambda rows: time.sleep(0.003 * rows), widest=6, repeats=2)
     assert growing == (1, 2, 3, 4, 5, 6)
-
-
-def test_pass_widths_say_what_width_each_pass_runs_at(llama):
-    """Dense passes run as themselves, packed ones at their padded width; an eager model pads nothing."""
-    model = packed(copy.deepcopy(llama), dense_rows=1)
-    for layer in fast.fast_layers(model):
-        layer.padded_rows = (4, 4, 4, 4, 6, 6, 7)
-    assert fast.pass_widths(model) == (1, 4, 4, 4, 6, 6, 7)
-    assert fast.pass_widths(llama) == ()
 
 
 def test_prepack_calibrates_on_passes_of_the_whole_model(llama):
@@ -183,23 +173,6 @@ def test_verify_cost_table_reads_between_widths_and_seeds_the_cost_policy(llama)
     assert measure_draft_step(llama, [rows + 5, 3, 2 * rows + 1], repeats=1) > 0
 
 
-def test_widths_the_target_runs_at_one_width_share_one_pass_time():
-    """A target that runs passes over 1-3 tokens at 4 (the fast engine's padding): one cost for the
-    four widths, their table times' mean, where the table read three (noise, as it is one pass)."""
-    padded = VerifyCosts((1, 2, 3, 5, 9), (0.30, 0.24, 0.27, 0.33, 0.40), context=16)
-    pooled, apart = CostModel(pass_widths=(4, 4, 4, 4, 5)), CostModel()
-    pooled.seed_verify(padded)
-    apart.seed_verify(padded)
-    assert [pooled.pass_seconds(n) for n in (1, 2, 3, 4)] == pytest.approx([0.27] * 4)
-    assert apart.pass_seconds(2) == 0.24 and apart.pass_seconds(1) == 0.30
-    assert pooled.pass_seconds(5) == 0.33 and pooled.pass_seconds(4.5) == pytest.approx(0.30)
-    assert max(pooled.seen_widths) == 9 and pooled.has_pass(1) and not pooled.has_pass(6)
-    # A pass over 2 tokens is evidence for a plain step too, and other setups share the pooling.
-    pooled.learn_pass(2, 0.21)
-    assert pooled.pass_seconds(1) == pooled.pass_seconds(3) < 0.27
-    assert pooled.sharing_passes().pass_seconds(1) == pooled.pass_seconds(1)
-
-
 def test_the_verify_table_times_interleaved_sweeps_so_a_slow_spell_does_not_tilt_it(monkeypatch):
     """A host slow for one sweep's worth of passes: each width is timed once per sweep, so the slow
     spell costs every width one of its three times, which the median drops, and the table keeps its
@@ -246,9 +219,6 @@ def test_fast_and_eager_logits_agree_on_smollm2():
     engine = loading.load_model("embedded", engine="fast", log=lambda m: None)
     every = loading.load_model("embedded", engine="eager", log=lambda m: None)
     assert engine.engine == "fast" and len(fast.fast_layers(engine.model)) > 200
-    # The widths its passes run at reach the pair's cost models (eager's run as themselves).
-    assert engine.pass_widths == fast.pass_widths(engine.model) and eager.pass_widths == ()
-    assert Pair(engine).cost_model(Request("hi")).pass_widths == engine.pass_widths
     assert fast.prepack(every.model, min_weights=0, dense_rows=0) > 200
     ids = eager.tokenizer("def merge(a, b):\n    return sorted(a + b)\n")["input_ids"]
     for n in (1, 5, 9):
