@@ -155,3 +155,47 @@ def test_an_empty_layer_list_is_refused_not_taken_for_the_default():
     with pytest.raises(ValueError, match=r"needs at least one layer \(of the model's 4\)"):
         SelfDrafter(lane, ())
     assert SelfDrafter(lane, None).layers == (0, 1)
+
+
+def other_layouts():
+    """Tiny models whose decoder layers sit elsewhere than .model.layers: GPT-2 and Falcon at
+    .transformer.h, OPT at .model.decoder.layers; with, for each, the modules whose zeroed weights
+    (and biases) make a layer add nothing to the residual stream."""
+    from transformers import FalconConfig, FalconForCausalLM, GPT2Config, GPT2LMHeadModel, OPTConfig, OPTForCausalLM
+
+    torch.manual_seed(11)
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=96, n_positions=64, n_embd=32, n_layer=4, n_head=2,
+                                      initializer_range=0.2)).eval()
+    opt = OPTForCausalLM(OPTConfig(vocab_size=96, hidden_size=32, num_hidden_layers=4, num_attention_heads=2,
+                                   ffn_dim=64, max_position_embeddings=64, word_embed_proj_dim=32,
+                                   init_std=0.2)).eval()
+    falcon = FalconForCausalLM(FalconConfig(vocab_size=96, hidden_size=32, num_hidden_layers=4, num_attention_heads=2,
+                                            new_decoder_architecture=False, initializer_range=0.2)).eval()
+    return [(gpt2, lambda layer: (layer.attn.c_proj, layer.mlp.c_proj)),
+            (opt, lambda layer: (layer.self_attn.out_proj, layer.fc2)),
+            (falcon, lambda layer: (layer.self_attention.dense, layer.mlp.dense_4h_to_h))]
+
+
+@pytest.mark.parametrize("index", [0, 1, 2], ids=["gpt2", "opt", "falcon"])
+def test_layer_views_of_other_layouts_compute_the_kept_layers_and_draft_exactly(index):
+    from specdec.engine.drafters.layers import decoder_layers
+
+    model, outputs = other_layouts()[index]
+    kept = (0, 2)
+    reference = copy.deepcopy(model)
+    with torch.no_grad():
+        for i, layer in enumerate(decoder_layers(reference)):
+            for module in outputs(layer) if i not in kept else ():
+                module.weight.zero_()
+                if module.bias is not None:
+                    module.bias.zero_()
+    view, ids = layer_view(model, kept), torch.tensor([PROMPT])
+    with torch.no_grad():
+        torch.testing.assert_close(view(input_ids=ids).logits, reference(input_ids=ids).logits, atol=1e-5, rtol=1e-5)
+    assert len(decoder_layers(model)) == 4 and len(decoder_layers(view)) == 2  # the target untouched
+    assert {p.data_ptr() for p in view.parameters()} <= {p.data_ptr() for p in model.parameters()}
+    lane = CachedModel(model)
+    standard = [e.token for e in standard_decode(CachedModel(model), PROMPT, Sampling(), 30)]
+    for layers in (None, kept):
+        rounds = list(speculative_decode(lane, SelfDrafter(lane, layers), PROMPT, Speculation(k=3), Sampling(), 30))
+        assert [t for r in rounds for t in r.tokens] == standard

@@ -260,7 +260,9 @@ def test_the_loaded_targets_depth_checks_the_layers():
     from transformers import GPT2Config, GPT2LMHeadModel
 
     Target.model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=8, n_head=2, vocab_size=10))  # layers at .h
-    with pytest.raises(InvalidInput, match="the self drafter cannot draft with embedded: GPT2LMHeadModel keeps no"):
+    assert app._draft_layers(check(drafter="self"), pair) == (0,)
+    Target.model = torch.nn.Linear(2, 2)  # no decoder layers anywhere
+    with pytest.raises(InvalidInput, match="the self drafter cannot draft with embedded: Linear keeps no decoder layer list"):
         app._draft_layers(check(drafter="self"), pair)
 
 

@@ -1,7 +1,9 @@
 """A causal LM that runs only some of another's decoder layers: the draft of self-speculation.
 
 The view is a shallow copy of the model whose layer list holds the chosen layers, then the model's
-own final norm and LM head. Every weight is shared, none copied, so self-speculation adds no second
+own final norm and LM head. The list is wherever the architecture keeps it under its base model
+(LAYER_PATHS): `.layers` (Llama, Qwen, Mistral, Gemma, Phi and most others), `.h` (GPT-2, GPT-J,
+GPT-Neo, Falcon, Bloom, BigCode) or `.decoder.layers` (OPT); each module on the way is copied too. Every weight is shared, none copied, so self-speculation adds no second
 model to memory. Each chosen layer is renumbered to its place in the view (its attention writes the
 view's KV cache at that index), and the view's config says how many layers it has (and their kinds,
 for models that mix full and sliding-window attention), so the model's own forward runs it as it is.
@@ -15,30 +17,60 @@ from typing import Sequence
 import torch
 
 
+# Where architectures keep their decoder layers, under the base model (model.base_model_prefix).
+LAYER_PATHS = (("layers",), ("h",), ("decoder", "layers"))
+
+
 def layer_view(model: torch.nn.Module, layers: Sequence[int]) -> torch.nn.Module:
     """model restricted to `layers` (indices into its decoder layers, increasing)."""
-    inner = getattr(model, model.base_model_prefix)
+    path = layer_path(model)
     own = decoder_layers(model)
     chosen = check_layers(layers, len(own))
     config = copy.deepcopy(model.config)
-    config.num_hidden_layers = len(chosen)
+    config.num_hidden_layers = len(chosen)  # (GPT-2's n_layer, Falcon's, ...: an alias of it)
     if getattr(config, "layer_types", None) is not None:
         config.layer_types = [config.layer_types[i] for i in chosen]
-    inner_view = _shallow(inner, hooks=False)
-    inner_view.layers = torch.nn.ModuleList(_renumbered(own[i], j) for j, i in enumerate(chosen))
-    inner_view.config = config
+    # Copy every module from the model down to the list's owner, then give the owner the chosen layers.
     view = _shallow(model, hooks=False)
-    setattr(view, model.base_model_prefix, inner_view)
-    view.config = config
+    owner = view
+    for name in path[:-1]:
+        child = _shallow(getattr(owner, name), hooks=False)
+        setattr(owner, name, child)
+        owner = child
+    setattr(owner, path[-1], torch.nn.ModuleList(_renumbered(own[i], j) for j, i in enumerate(chosen)))
+    for module in _along(view, path[:-1]):
+        if hasattr(module, "config"):
+            module.config = config
     return view
 
 
+def layer_path(model: torch.nn.Module) -> tuple[str, ...]:
+    """Attribute names from the model to its decoder layer list: the base model, then LAYER_PATHS'."""
+    base = getattr(model, "base_model_prefix", "")
+    for path in LAYER_PATHS:
+        if base and isinstance(_walk(model, (base, *path)), torch.nn.ModuleList):
+            return (base, *path)
+    where = " or ".join(".".join((base or "model", *p)) for p in LAYER_PATHS)
+    raise ValueError(f"{type(model).__name__} keeps no decoder layer list at {where}, "
+                     "so it cannot draft for itself by skipping layers")
+
+
 def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
-    layers = getattr(getattr(model, getattr(model, "base_model_prefix", ""), None), "layers", None)
-    if not isinstance(layers, torch.nn.ModuleList):
-        raise ValueError(f"{type(model).__name__} keeps no decoder layer list at .model.layers, "
-                         "so it cannot draft for itself by skipping layers")
-    return layers
+    return _walk(model, layer_path(model))
+
+
+def _walk(module: object, path: Sequence[str]) -> object:
+    for name in path:
+        module = getattr(module, name, None)
+    return module
+
+
+def _along(module: torch.nn.Module, path: Sequence[str]) -> list[torch.nn.Module]:
+    """The module and each one on the way down path."""
+    out = [module]
+    for name in path:
+        out.append(getattr(out[-1], name))
+    return out
 
 
 def check_layers(layers: Sequence[int], n_layers: int) -> tuple[int, ...]:
