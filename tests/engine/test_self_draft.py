@@ -193,6 +193,7 @@ def test_layer_views_of_other_layouts_compute_the_kept_layers_and_draft_exactly(
     with torch.no_grad():
         torch.testing.assert_close(view(input_ids=ids).logits, reference(input_ids=ids).logits, atol=1e-5, rtol=1e-5)
     assert len(decoder_layers(model)) == 4 and len(decoder_layers(view)) == 2  # the target untouched
+    assert model.config.num_hidden_layers == 4 and view.config.num_hidden_layers == 2
     assert {p.data_ptr() for p in view.parameters()} <= {p.data_ptr() for p in model.parameters()}
     lane = CachedModel(model)
     standard = [e.token for e in standard_decode(CachedModel(model), PROMPT, Sampling(), 30)]

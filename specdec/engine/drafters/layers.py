@@ -3,10 +3,11 @@
 The view is a shallow copy of the model whose layer list holds the chosen layers, then the model's
 own final norm and LM head. The list is wherever the architecture keeps it under its base model
 (LAYER_PATHS): `.layers` (Llama, Qwen, Mistral, Gemma, Phi and most others), `.h` (GPT-2, GPT-J,
-GPT-Neo, Falcon, Bloom, BigCode) or `.decoder.layers` (OPT); each module on the way is copied too. Every weight is shared, none copied, so self-speculation adds no second
-model to memory. Each chosen layer is renumbered to its place in the view (its attention writes the
-view's KV cache at that index), and the view's config says how many layers it has (and their kinds,
-for models that mix full and sliding-window attention), so the model's own forward runs it as it is.
+GPT-Neo, Falcon, Bloom, BigCode) or `.decoder.layers` (OPT); each module on the way is copied too.
+Every weight is shared, none copied, so self-speculation adds no second model to memory. Each chosen
+layer is renumbered to its place in the view (its attention writes the view's KV cache at that
+index), and the view's config says how many layers it has (and their kinds, for models that mix
+full and sliding-window attention), so the model's own forward runs it as it is.
 """
 from __future__ import annotations
 
