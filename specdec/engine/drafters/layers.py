@@ -25,31 +25,29 @@ LAYER_PATHS = (("layers",), ("h",), ("decoder", "layers"))
 def layer_view(model: torch.nn.Module, layers: Sequence[int]) -> torch.nn.Module:
     """model restricted to `layers` (indices into its decoder layers, increasing)."""
     path = layer_path(model)
-    own = decoder_layers(model)
+    own = _walk(model, path)
     chosen = check_layers(layers, len(own))
     config = copy.deepcopy(model.config)
     config.num_hidden_layers = len(chosen)  # (GPT-2's n_layer, Falcon's, ...: an alias of it)
     if getattr(config, "layer_types", None) is not None:
         config.layer_types = [config.layer_types[i] for i in chosen]
     # Copy every module from the model down to the list's owner, then give the owner the chosen layers.
-    view = _shallow(model, hooks=False)
-    owner = view
+    copies = [_shallow(model, hooks=False)]
     for name in path[:-1]:
-        child = _shallow(getattr(owner, name), hooks=False)
-        setattr(owner, name, child)
-        owner = child
-    setattr(owner, path[-1], torch.nn.ModuleList(_renumbered(own[i], j) for j, i in enumerate(chosen)))
-    for module in _along(view, path[:-1]):
+        copies.append(_shallow(getattr(copies[-1], name), hooks=False))
+        setattr(copies[-2], name, copies[-1])
+    setattr(copies[-1], path[-1], torch.nn.ModuleList(_renumbered(own[i], j) for j, i in enumerate(chosen)))
+    for module in copies:
         if hasattr(module, "config"):
             module.config = config
-    return view
+    return copies[0]
 
 
 def layer_path(model: torch.nn.Module) -> tuple[str, ...]:
     """Attribute names from the model to its decoder layer list: the base model, then LAYER_PATHS'."""
     base = getattr(model, "base_model_prefix", "")
-    for path in LAYER_PATHS:
-        if base and isinstance(_walk(model, (base, *path)), torch.nn.ModuleList):
+    for path in LAYER_PATHS if base else ():
+        if isinstance(_walk(model, (base, *path)), torch.nn.ModuleList):
             return (base, *path)
     where = " or ".join(".".join((base or "model", *p)) for p in LAYER_PATHS)
     raise ValueError(f"{type(model).__name__} keeps no decoder layer list at {where}, "
@@ -64,14 +62,6 @@ def _walk(module: object, path: Sequence[str]) -> object:
     for name in path:
         module = getattr(module, name, None)
     return module
-
-
-def _along(module: torch.nn.Module, path: Sequence[str]) -> list[torch.nn.Module]:
-    """The module and each one on the way down path."""
-    out = [module]
-    for name in path:
-        out.append(getattr(out[-1], name))
-    return out
 
 
 def check_layers(layers: Sequence[int], n_layers: int) -> tuple[int, ...]:
