@@ -86,10 +86,14 @@ def bind(args: tuple, kwargs: dict) -> dict:
 
 
 def describe(limits: "Limits") -> list[dict]:
-    """The fields as /limits reports them: name, default, required, help and the range where there is one."""
+    """The fields as /limits reports them: name, required, help, initial (the page's starting value), the
+    default the server fills in for an optional field left out (a required field has none: a client
+    must send it), and the range where there is one."""
     out = []
     for f in COMPARE_FIELDS:
-        entry = {"name": f.name, "default": f.value, "required": f.required, "help": f.help}
+        entry = {"name": f.name, "required": f.required, "help": f.help, "initial": f.value}
+        if not f.required:
+            entry["default"] = f.value
         if f.bounds is not None:
             low, high = f.bounds(limits)
             entry.update(min=low, max=high, integer=f.integer, min_exclusive=f.low_open)

@@ -298,6 +298,8 @@ def test_compare_fields_are_declared_once_and_the_api_shows_them(api):
     assert list(listed) == list(NAMES) and listed["k"]["max"] == 8 and listed["max_new_tokens"]["max"] == 48
     assert listed["top_p"]["min_exclusive"] is True and "max" not in listed["drafter"]
     assert listed["tree_budget"]["default"] == 16 and listed["tree_branching"]["default"] == 4  # TreeShape's
+    # A required field has no default to report (a client must send it), only the page's initial value.
+    assert "default" not in listed["prompt"] and listed["prompt"]["initial"] == "" and listed["k"]["initial"] == 4
 
 
 def test_a_ten_argument_call_from_before_the_policy_still_works(api, folders):
