@@ -12,3 +12,7 @@ $python -m specdec.bench.fastpath --report docs/fastpath/merged.json --notes doc
 # docs/FASTPATH-EPYC.md (about 1 minute).
 $python -m specdec.bench.fastpath --models embedded --no-pairs --out docs/fastpath/epyc-embedded.json
 $python -m specdec.bench.fastpath --report docs/fastpath/epyc-embedded.json --notes docs/fastpath/epyc-notes.md > docs/FASTPATH-EPYC.md
+# The same command on 2026-11-27, when this host ran at about half that speed (SmolLM2's fast step 59 ms
+# against 24 ms): ours against generate() 1.05x fast, 1.04x eager, the same tokens; kept apart from the
+# table above (docs/spec-bench/notes.md, session of 2026-11-27 from 10:01).
+#   $python -m specdec.bench.fastpath --models embedded --no-pairs --out docs/fastpath/epyc-embedded-slow-host.json
