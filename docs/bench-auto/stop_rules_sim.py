@@ -18,18 +18,30 @@ the draft model, and the policy's choice of k, are left out: this is the stop ru
 collected data is cached (DATA); delete it to collect again.
 
     PYTHONPATH=. .venv/bin/python docs/bench-auto/stop_rules_sim.py > docs/bench-auto/stop_rules_sim.txt
+
+With --suite FILE, the first turn of every question of a Spec-Bench-format file instead, in its order
+(cached apart, by the file's folder name):
+
+    PYTHONPATH=. .venv/bin/python docs/bench-auto/stop_rules_sim.py --suite docs/spec-bench/translation/questions.jsonl \
+        > docs/bench-auto/stop_rules_sim.translation.txt
+
+With --verify "1:0.282,2:0.286,..." and --draft SECONDS, the simulation prices rounds with that verify
+table and draft cost instead of the ones measured while collecting (a table read on a slow minute
+skews every rule's rounds; these let a run's own warm-up table be replayed).
 """
 import json
 import sys
+from dataclasses import replace
 import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ab_session import qwen_pair, session_turns  # noqa: E402
+from ab_session import BASE, qwen_pair, session_turns  # noqa: E402
 from survival_rule_ab import SurvivalRule  # noqa: E402
 
+from specdec.bench import spec_bench  # noqa: E402
 from specdec.engine.confidence import Calibration, StopRule  # noqa: E402
 from specdec.engine.kvcache import CachedModel  # noqa: E402
 from specdec.engine.policy import CARRIED_CALIBRATION, CARRIED_EVIDENCE, CostPolicy, interpolate  # noqa: E402
@@ -38,17 +50,26 @@ from specdec.models.offline import cache_dir  # noqa: E402
 TURNS = ("specdec-000-t0", "specdec-002-t0", "specdec-004-t0", "specdec-012-t0", "specdec-014-t0", "specdec-008-t0")
 DEPTH = 20  # tokens drafted at each position, transformers' default num_assistant_tokens
 OVERHEAD = 0.001  # seconds of choosing a round (the policy's, measured at ~0.7 ms a round)
-DATA = cache_dir() / "stop_rules_sim.json"
+SUITE = Path(sys.argv[sys.argv.index("--suite") + 1]) if "--suite" in sys.argv else None  # (option(), below)
+DATA = cache_dir() / (f"stop_rules_sim.{SUITE.parent.name}.json" if SUITE else "stop_rules_sim.json")
+
+
+def suite_turns(pair) -> dict:
+    """name -> request: TURNS of the session, or the first turn of each question of --suite."""
+    if SUITE is None:
+        turns = dict(session_turns(pair))
+        return {name: turns[name] for name in TURNS}
+    return {f"{q.id}-t0": replace(BASE, prompt=q.turns[0]) for q in spec_bench.read_questions(SUITE)}
 
 
 def collect() -> dict:
     pair = qwen_pair()
-    turns = dict(session_turns(pair))
-    pair.warm_up(pair.auto(turns[TURNS[0]]))
+    turns = suite_turns(pair)
+    pair.warm_up(pair.auto(next(iter(turns.values()))))
     draft = CachedModel(pair.draft.model, pair.vocab_size)
     out = {"verify": dict(zip(pair.verify_costs.widths, pair.verify_costs.seconds)), "turns": {}}
     draft_seconds, steps = 0.0, 0
-    for name in TURNS:
+    for name in turns:
         prompt = pair.prompt_ids(turns[name])
         answer = [event.token for event in pair.standard(turns[name])]
         rows = []
@@ -116,9 +137,18 @@ class Evidence:
         return rule.keep_drafting
 
 
+def option(name: str) -> str | None:
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else None
+
+
 def main() -> None:
     data = json.loads(DATA.read_text()) if DATA.exists() else collect()
     DATA.write_text(json.dumps(data))
+    if option("--verify"):
+        data["verify"] = dict(pair.split(":") for pair in option("--verify").split(","))
+        data["verify"] = {n: float(s) for n, s in data["verify"].items()}
+    if option("--draft"):
+        data["draft_seconds"] = float(option("--draft"))
     known = sorted((int(n), s) for n, s in data["verify"].items())
     v, d = (lambda n: interpolate(known, n)), data["draft_seconds"]
     cost = lambda drafted: drafted * d + v(drafted + 1) + OVERHEAD  # noqa: E731
@@ -132,7 +162,7 @@ def main() -> None:
     rules = {f"k = {k}": (lambda k: lambda c: len(c) < k)(k) for k in (2, 3, 4, 6, 8)}
     rules |= {f"stop below {t}": (lambda t: lambda c: c[-1] >= t)(t) for t in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)}
     rules["lookahead (oracle)"] = oracle.rule(d, v)  # (last: its results give the survival rule's lam)
-    print(f"{'rule':20s}" + "".join(f"{name[8:]:>15s}" for name in turns) + "    all six   (speedup / tokens a round)")
+    print(f"{'rule':20s}" + "".join(f"{name.replace('specdec-', '').replace('translation', 'tr'):>15s}" for name in turns) + "    all       (speedup / tokens a round)")
     for name, rule in rules.items():
         results = {t: simulate(turns[t], rule, cost) for t in turns}
         print_row(name, results, turns, plain)
