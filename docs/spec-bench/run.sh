@@ -24,6 +24,9 @@
 #                           answer over ~750-token prompts, the length of Spec-Bench's own (CNN/DailyMail
 #                           articles, retrieved passages), where the sample's are 60-120 tokens: the draft
 #                           model, auto and transformers (2 repeats, ~15 minutes)
+#   run.sh translation      the Qwen pair on docs/spec-bench/translation/questions.jsonl (ten translation
+#                           answers): auto and transformers, greedy from no saved costs, greedy again from
+#                           the costs that run saved, and sampled (~25 minutes; the folder's README)
 #   run.sh report           only rebuild docs/SPEC-BENCH.md from the results
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -66,6 +69,18 @@ case "${1:-report}" in
               --out docs/spec-bench/qwen-eager
         $python docs/spec-bench/engines.py docs/spec-bench/qwen-fast docs/spec-bench/qwen-eager \
               docs/spec-bench/qwen-engines ;;
+    translation)
+        tr=(--suite docs/spec-bench/translation/questions.jsonl --max-new-tokens 128 --repeats 2 "${qwen[@]}"
+            --drafters auto,transformers)
+        SPECDEC_COSTS=$(mktemp -d); export SPECDEC_COSTS
+        $python -m specdec bench "${tr[@]}" --fresh --out docs/spec-bench/translation
+        $python -m specdec bench "${tr[@]}" --fresh --out docs/spec-bench/translation/saved-costs
+        SPECDEC_COSTS=$(mktemp -d)
+        $python -m specdec bench "${tr[@]}" "${sampled[@]}" --fresh --out docs/spec-bench/translation/sampled
+        for run in "docs/spec-bench/translation docs/spec-bench/translation/saved-costs" \
+                   docs/spec-bench/translation/sampled "docs/spec-bench/translation/sampled --methods auto,standard"; do
+            $python docs/spec-bench/per_question.py $run
+        done ;;
     report) ;;
 esac
 declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
