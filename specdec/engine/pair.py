@@ -238,12 +238,21 @@ class Pair:
 
     def warm_up(self, request: Request, tokens: int = 4) -> None:
         """Run both lanes briefly so one-time costs (allocator, kernels, lazy init) are not timed;
-        the first warm-up also measures the verify-cost table."""
+        the first warm-up also measures the verify-cost table.
+
+        The warm-up is often the very request about to be timed (the app's first one, a bench's
+        first question), so its speculative lane drafts from a throwaway token recycling table: the
+        pair's own would have read this answer's first tokens, and the timed run's first round
+        drafted them back (SmolLM2, a poem: 3 accepted in round 1, against 0 from an unread table).
+        The cost models keep what it shows: draft costs, and acceptance over its first tokens as a
+        measuring round's evidence (dropped, a fresh process's first request priced every source
+        at the prior alone: docs/spec-bench/notes.md, session of 2026-11-27 from 12:16, item 5)."""
         short = replace(request, max_new_tokens=min(tokens, request.max_new_tokens))
         for _ in self.standard(short):
             pass
-        for _ in self.speculative(short):
-            pass
+        with self.recycling_from():
+            for _ in self.speculative(short):
+                pass
         if self.verify_costs is None:
             self.measure_verify_costs(self.prompt_ids(request))
 

@@ -209,6 +209,22 @@ def test_a_table_of_its_own_leaves_the_pairs_untouched():
     assert cold_tokens == warm_tokens
 
 
+def test_a_warm_up_on_the_timed_request_teaches_its_table_nothing():
+    """Pair.warm_up is often the request about to be timed (the app's first, a bench's first
+    question): its speculative lane drafts from a throwaway table, so the timed run's first round
+    cannot draft back the answer's first tokens. Measured: a pair that ran the same short request
+    first (what the warm-up did before) accepts more in its first rounds than the warmed-up pair."""
+    request = Request("w5 w9 w14 w22 w31", 24, raw=True, drafter="recycling", spec=Speculation(k=4))
+    warmed = Pair(loaded(tiny_model("llama", seed=11), word_tokenizer(96)))
+    warmed.warm_up(request, tokens=8)
+    assert warmed.recycling_table().filled == 0
+    leaked = Pair(loaded(tiny_model("llama", seed=11), word_tokenizer(96)))
+    list(leaked.speculative(Request(request.prompt, 8, raw=True, drafter="recycling", spec=Speculation(k=4))))
+    assert leaked.recycling_table().filled > 0
+    early = [sum(r.accepted for r in list(pair.speculative(request))[:3]) for pair in (warmed, leaked)]
+    assert early[0] < early[1]
+
+
 @pytest.mark.parametrize("sampling", [Sampling(temperature=1.0), Sampling(temperature=0.8, top_k=5, top_p=0.9)])
 def test_sampled_recycling_keeps_the_target_distribution(sampling):
     vocab, runs, prompt = 8, 1500, [3, 5, 7, 3, 5, 6, 4, 3, 5]
