@@ -73,10 +73,10 @@ case "${1:-report}" in
         tr=(--suite docs/spec-bench/translation/questions.jsonl --max-new-tokens 128 --repeats 2 "${qwen[@]}"
             --drafters auto,transformers)
         SPECDEC_COSTS=$(mktemp -d); export SPECDEC_COSTS
-        $python -m specdec bench "${tr[@]}" --fresh --out docs/spec-bench/translation
-        $python -m specdec bench "${tr[@]}" --fresh --out docs/spec-bench/translation/saved-costs
+        $python -m specdec bench "${tr[@]}" --out docs/spec-bench/translation
+        $python -m specdec bench "${tr[@]}" --out docs/spec-bench/translation/saved-costs
         SPECDEC_COSTS=$(mktemp -d)
-        $python -m specdec bench "${tr[@]}" "${sampled[@]}" --fresh --out docs/spec-bench/translation/sampled
+        $python -m specdec bench "${tr[@]}" "${sampled[@]}" --out docs/spec-bench/translation/sampled
         for run in "docs/spec-bench/translation docs/spec-bench/translation/saved-costs" \
                    docs/spec-bench/translation/sampled "docs/spec-bench/translation/sampled --methods auto,standard"; do
             $python docs/spec-bench/per_question.py $run
