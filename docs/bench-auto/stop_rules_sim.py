@@ -12,6 +12,8 @@ rounds do; speedups are over plain decoding at v(1) + o a token. "lookahead (ora
 with its calibration and position alphas fitted on all six turns; "lookahead (online)" learns them
 round by round from nothing, turn after turn, as the policy does (capped at 32 / 8 observations at
 each new turn, shrunk as the code shrinks them), a lower bound on what a cold policy's draft model does.
+"online or c >= 0.99" (0.95) drafts on wherever the online look-ahead would, and also past any token
+drafted at that confidence or more (added on 2026-11-27, after stop_rules_sim.txt was written).
 "survival" is the optimal-stopping rule that was tried and not kept (survival_rule_ab.py), with the
 oracle's calibration, against the rate the oracle look-ahead reached and 0.8 of it. Sources other than
 the draft model, and the policy's choice of k, are left out: this is the stop rule alone. The
@@ -24,6 +26,8 @@ With --suite FILE, the first turn of every question of a Spec-Bench-format file 
 
     PYTHONPATH=. .venv/bin/python docs/bench-auto/stop_rules_sim.py --suite docs/spec-bench/translation/questions.jsonl \
         > docs/bench-auto/stop_rules_sim.translation.txt
+    PYTHONPATH=. .venv/bin/python docs/bench-auto/stop_rules_sim.py --suite docs/spec-bench/rag-short/questions.jsonl \
+        > docs/bench-auto/stop_rules_sim.rag-short.txt
 
 With --verify "1:0.282,2:0.286,..." and --draft SECONDS, the simulation prices rounds with that verify
 table and draft cost instead of the ones measured while collecting (a table read on a slow minute
@@ -174,12 +178,14 @@ def main() -> None:
         survival = SurvivalRule.solve(oracle.calibration, prior, d, v, DEPTH, lam)
         print_row(f"survival (lam {lam:.1f})", {t: simulate(turns[t], survival.keep_drafting, cost) for t in turns},
                   turns, plain)
-    online, results = Evidence(), {}
-    for t in turns:
-        online.new_turn()
-        results[t] = simulate(turns[t], lambda c: online.rule(d, v)(c), cost, online.learn)  # (rebuilt each
-        # token, as the evidence stands at the round's start: it learns only once the round is verified)
-    print_row("lookahead (online)", results, turns, plain)
+    for sure in (None, 0.99, 0.95):  # the look-ahead alone, then also on through any token this sure
+        online, results = Evidence(), {}
+        for t in turns:
+            online.new_turn()
+            rule = lambda c, sure=sure: online.rule(d, v)(c) or (sure is not None and c[-1] >= sure)  # noqa: E731
+            results[t] = simulate(turns[t], rule, cost, online.learn)  # (rebuilt each token, as the
+            # evidence stands at the round's start: it learns only once the round is verified)
+        print_row("lookahead (online)" if sure is None else f"online or c >= {sure}", results, turns, plain)
 
 
 def print_row(name, results, turns, plain) -> None:
