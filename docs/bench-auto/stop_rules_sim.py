@@ -166,7 +166,7 @@ def main() -> None:
     rules = {f"k = {k}": (lambda k: lambda c: len(c) < k)(k) for k in (2, 3, 4, 6, 8)}
     rules |= {f"stop below {t}": (lambda t: lambda c: c[-1] >= t)(t) for t in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)}
     rules["lookahead (oracle)"] = oracle.rule(d, v)  # (last: its results give the survival rule's lam)
-    print(f"{'rule':20s}" + "".join(f"{name.replace('specdec-', '').replace('translation', 'tr'):>15s}" for name in turns) + "    all       (speedup / tokens a round)")
+    print(f"{'rule':20s}" + "".join(f"{name.replace('specdec-', '').replace('translation', 'tr'):>15s}" for name in turns) + ("    all six   " if SUITE is None else "    all       ") + "(speedup / tokens a round)")
     for name, rule in rules.items():
         results = {t: simulate(turns[t], rule, cost) for t in turns}
         print_row(name, results, turns, plain)

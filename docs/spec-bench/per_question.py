@@ -36,6 +36,10 @@ def cell(first: Lane, second: Lane) -> str:
 
 def main(folders: list[str], methods: tuple[str, str]) -> None:
     runs = [lanes(folder, methods) for folder in folders]
+    for folder, run in zip(folders, runs):
+        if not run:
+            sys.exit(f"{folder}: no question has both {methods[0]!r} and {methods[1]!r} (--methods takes the "
+                     "method names of its spec_bench.md)")
     print("| question | " + " | ".join(f"{f}: {methods[0]} / {methods[1]}" for f in folders) + " |")
     print("|---|" + "---|" * len(folders))
     for question in runs[0]:
@@ -50,7 +54,7 @@ if __name__ == "__main__":
     methods = ("auto", "transformers assisted (defaults)")
     if "--methods" in args:
         i = args.index("--methods")
-        methods = tuple(args[i + 1].split(","))
+        methods = tuple(args[i + 1].split(",")) if i + 1 < len(args) else ()
         del args[i:i + 2]
     if not args or len(methods) != 2:
         sys.exit(__doc__)

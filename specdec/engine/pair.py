@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
@@ -250,7 +250,8 @@ class Pair:
         short = replace(request, max_new_tokens=min(tokens, request.max_new_tokens))
         for _ in self.standard(short):
             pass
-        with self.recycling_from():
+        recycles = request.drafter in ("recycling", "mixed")  # (a table costs a row per vocabulary id)
+        with self.recycling_from(evidence=self._evidence) if recycles else nullcontext():
             for _ in self.speculative(short):
                 pass
         if self.verify_costs is None:
