@@ -54,7 +54,14 @@ from specdec.models.offline import cache_dir  # noqa: E402
 TURNS = ("specdec-000-t0", "specdec-002-t0", "specdec-004-t0", "specdec-012-t0", "specdec-014-t0", "specdec-008-t0")
 DEPTH = 20  # tokens drafted at each position, transformers' default num_assistant_tokens
 OVERHEAD = 0.001  # seconds of choosing a round (the policy's, measured at ~0.7 ms a round)
-SUITE = Path(sys.argv[sys.argv.index("--suite") + 1]) if "--suite" in sys.argv else None  # (option(), below)
+
+
+def option(name: str) -> str | None:
+    """The command line's value after name, None without it."""
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else None
+
+
+SUITE = Path(option("--suite")) if option("--suite") else None
 DATA = cache_dir() / (f"stop_rules_sim.{SUITE.parent.name}.json" if SUITE else "stop_rules_sim.json")
 
 
@@ -141,16 +148,11 @@ class Evidence:
         return rule.keep_drafting
 
 
-def option(name: str) -> str | None:
-    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else None
-
-
 def main() -> None:
     data = json.loads(DATA.read_text()) if DATA.exists() else collect()
     DATA.write_text(json.dumps(data))
     if option("--verify"):
-        data["verify"] = dict(pair.split(":") for pair in option("--verify").split(","))
-        data["verify"] = {n: float(s) for n, s in data["verify"].items()}
+        data["verify"] = {n: float(s) for n, s in (pair.split(":") for pair in option("--verify").split(","))}
     if option("--draft"):
         data["draft_seconds"] = float(option("--draft"))
     known = sorted((int(n), s) for n, s in data["verify"].items())

@@ -11,7 +11,7 @@ from typing import Iterator
 
 from .config import Sampling, Speculation
 from .decoding import speculative_decode, standard_decode
-from .drafters import NEEDS_DRAFT, SAME_TOKENIZER, TREE, AdjacencyTable, best_drafter, check_draft_reads, \
+from .drafters import NEEDS_DRAFT, RECYCLING, SAME_TOKENIZER, TREE, AdjacencyTable, best_drafter, check_draft_reads, \
     DrafterOptions, make_drafter
 from .events import RoundEvent, TokenEvent
 from .kvcache import CachedModel, common_prefix, context_length, new_cache, output_width
@@ -147,7 +147,7 @@ class Pair:
             target_vocab_size=self._speculative_lane.vocab_size, draft_model=draft.model if draft else None,
             confidence=request.spec.confidence, target=self._speculative_lane, layers=request.draft_layers,
             tokenizers=(self.tokenizer, draft.tokenizer if draft else None), tree=request.spec.tree,
-            recycled=self.recycling_table() if request.drafter in ("recycling", "mixed") else None)
+            recycled=self.recycling_table() if request.drafter in RECYCLING else None)
 
     def _saving_costs(self, rounds: Iterator[RoundEvent]) -> Iterator[RoundEvent]:
         yield from rounds
@@ -186,7 +186,7 @@ class Pair:
         if request.drafter in NEEDS_DRAFT or request.drafter == "mixed":
             draft = self.draft
             parts.append(f"draft={draft.name}:{draft.quantize or draft.dtype}:{draft.engine}" if draft else "draft=none")
-        if self._evidence and request.drafter in ("recycling", "mixed"):
+        if self._evidence and request.drafter in RECYCLING:
             parts.append(f"table={self._evidence}")
         return "|".join(parts)
 
@@ -250,8 +250,8 @@ class Pair:
         short = replace(request, max_new_tokens=min(tokens, request.max_new_tokens))
         for _ in self.standard(short):
             pass
-        recycles = request.drafter in ("recycling", "mixed")  # (a table costs a row per vocabulary id)
-        with self.recycling_from(evidence=self._evidence) if recycles else nullcontext():
+        # (only where the drafter reads one: a table costs a row per vocabulary id)
+        with self.recycling_from(evidence=self._evidence) if request.drafter in RECYCLING else nullcontext():
             for _ in self.speculative(short):
                 pass
         if self.verify_costs is None:

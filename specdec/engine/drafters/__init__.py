@@ -18,7 +18,7 @@ from .model import ModelDrafter
 from .selfdraft import SelfDrafter
 from .tree_drafters import DraftTreeDrafter, LookupTreeDrafter
 
-__all__ = ["DRAFTERS", "NEEDS_DRAFT", "SAME_TOKENIZER", "TREE", "CrossTokenizerDrafter", "Draft", "Drafter",
+__all__ = ["DRAFTERS", "NEEDS_DRAFT", "RECYCLING", "SAME_TOKENIZER", "TREE", "CrossTokenizerDrafter", "Draft", "Drafter",
            "DraftTreeDrafter", "HybridDrafter", "AdjacencyTable", "LookupTreeDrafter", "MixedDrafter", "ModelDrafter", "RecyclingDrafter", "PromptLookupDrafter",
            "SelfDrafter", "DrafterOptions", "MissingDraftModel", "best_drafter", "check_draft_reads", "fit_vocab", "make_drafter", "needs_draft_model"]
 
@@ -46,6 +46,7 @@ NEEDS_DRAFT = frozenset({"draft-model", "hybrid", "cross-tokenizer", "draft-tree
 SAME_TOKENIZER = frozenset({"draft-model", "hybrid", "draft-tree", "mixed"})
 # Drafters that propose trees: they need full-attention models with eager or sdpa attention.
 TREE = frozenset({"draft-tree", "lookup-tree", "recycling"})
+RECYCLING = frozenset({"recycling", "mixed"})  # those that draft from the pair's token recycling table
 
 
 FACTORIES: dict[str, Callable[[DrafterOptions], Drafter]] = {
