@@ -22,7 +22,7 @@ collected data is cached (DATA); delete it to collect again.
     PYTHONPATH=. .venv/bin/python docs/bench-auto/stop_rules_sim.py > docs/bench-auto/stop_rules_sim.txt
 
 With --suite FILE, the first turn of every question of a Spec-Bench-format file instead, in its order
-(cached apart, by the file's folder name):
+(cached apart, by the file's folder name; a cache collected from other questions is collected again):
 
     PYTHONPATH=. .venv/bin/python docs/bench-auto/stop_rules_sim.py --suite docs/spec-bench/translation/questions.jsonl \
         > docs/bench-auto/stop_rules_sim.translation.txt
@@ -33,6 +33,7 @@ With --verify "1:0.282,2:0.286,..." and --draft SECONDS, the simulation prices r
 table and draft cost instead of the ones measured while collecting (a table read on a slow minute
 skews every rule's rounds; these let a run's own warm-up table be replayed).
 """
+import hashlib
 import json
 import sys
 from dataclasses import replace
@@ -73,12 +74,31 @@ def suite_turns(pair) -> dict:
     return {f"{q.id}-t0": replace(BASE, prompt=q.turns[0]) for q in spec_bench.read_questions(SUITE)}
 
 
+def questions_sha() -> str | None:
+    """What the cache was collected from: the --suite file's contents (the session's turns: None)."""
+    return hashlib.sha256(SUITE.read_bytes()).hexdigest()[:16] if SUITE else None
+
+
+def cached() -> dict | None:
+    """The collected data, unless there is none or it was collected from other questions (a cache
+    from before the key was kept is taken, with a warning)."""
+    if not DATA.exists():
+        return None
+    data = json.loads(DATA.read_text())
+    if "questions_sha" not in data:
+        print(f"warning: {DATA} does not say which questions it holds; delete it to collect again", file=sys.stderr)
+    elif data["questions_sha"] != questions_sha():
+        return None
+    return data
+
+
 def collect() -> dict:
     pair = qwen_pair()
     turns = suite_turns(pair)
     pair.warm_up(pair.auto(next(iter(turns.values()))))
     draft = CachedModel(pair.draft.model, pair.vocab_size)
-    out = {"verify": dict(zip(pair.verify_costs.widths, pair.verify_costs.seconds)), "turns": {}}
+    out = {"verify": dict(zip(pair.verify_costs.widths, pair.verify_costs.seconds)), "turns": {},
+           "questions_sha": questions_sha()}
     draft_seconds, steps = 0.0, 0
     for name in turns:
         prompt = pair.prompt_ids(turns[name])
@@ -149,7 +169,7 @@ class Evidence:
 
 
 def main() -> None:
-    data = json.loads(DATA.read_text()) if DATA.exists() else collect()
+    data = cached() or collect()
     DATA.write_text(json.dumps(data))
     if option("--verify"):
         data["verify"] = {n: float(s) for n, s in (pair.split(":") for pair in option("--verify").split(","))}

@@ -268,8 +268,23 @@ def write_outputs(results: dict, results_path: Path, report_path: Path, args, lo
     log(f"wrote {results_path}, {report_path} and {len(figures)} figures in {results_path.parent / 'figures'}")
 
 
+# The grid's options that a Spec-Bench run has no use for: it always starts over, writes no figures,
+# times every lane back to back without the shared-machine checks, and names its pair by its models.
+GRID_ONLY = ("quick", "auto", "fresh", "setups", "notes", "no_png", "plotlyjs", "quiet_cores", "retries",
+             "wait", "name", "draft_layers")
+
+
+def check_spec_bench_options(parser: argparse.ArgumentParser, args) -> None:
+    """Refuse, by name, a grid option given to a Spec-Bench run (it would be ignored)."""
+    given = [f"--{dest.replace('_', '-')}" for dest in GRID_ONLY if getattr(args, dest) != parser.get_default(dest)]
+    if given:
+        raise ValueError(f"{', '.join(given)}: the grid's, not a Spec-Bench run's (it always starts over, "
+                         "times its lanes back to back and writes spec_bench.json and spec_bench.md)")
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
     out = Path(args.out)
     results_path = out / "results.json"
@@ -280,6 +295,7 @@ def main(argv: list[str] | None = None) -> None:
         torch.set_num_threads(args.threads)
     try:
         if args.suite and spec_bench.is_spec_bench(args.suite):  # Spec-Bench's format: its own run and table
+            check_spec_bench_options(parser, args)
             return spec_bench_run.main(args, lambda: spec_bench_pair(args, log), log)
     except (ValueError, FileNotFoundError) as error:
         raise SystemExit(f"error: {error}") from error

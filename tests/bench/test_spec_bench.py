@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from helpers import loaded, perturbed, tiny_model, word_tokenizer
-from specdec.bench import spec_bench, spec_bench_run
+from specdec.bench import command, spec_bench, spec_bench_run
 from specdec.engine.config import Sampling, Speculation
 from specdec.engine.pair import Pair, Request
 
@@ -206,6 +206,19 @@ def test_a_run_can_take_a_subset_of_the_sample_by_question_id(tmp_path):
     assert "every question" in spec_bench_run.caption(results["meta"])
     with pytest.raises(ValueError, match="--prompts: q9 not in this sample"):
         spec_bench_run.chosen_questions(replace_args(args, prompts=("q9",)))
+
+
+def test_a_grid_option_given_to_a_spec_bench_run_is_refused_by_name(tmp_path):
+    """--fresh, --quick, --wait and the like mean something to the grid only: a Spec-Bench run refuses
+    them by name before any model loads, rather than ignore them; its own options pass."""
+    suite = tmp_path / "sb.jsonl"
+    suite.write_text(json.dumps({"question_id": 1, "category": "qa", "turns": ["?"]}) + "\n")
+    base = ["--suite", str(suite), "--out", str(tmp_path / "out")]
+    for extra in (["--fresh"], ["--quick"], ["--wait", "30"], ["--no-png"], ["--fresh", "--retries", "3"]):
+        with pytest.raises(SystemExit, match=f"error: {extra[0]}.*the grid's, not a Spec-Bench run's"):
+            command.main(base + extra)
+    parser = command.build_parser()
+    command.check_spec_bench_options(parser, parser.parse_args(base + ["--repeats", "2", "--k", "3"]))
 
 
 def test_a_run_checks_its_options_before_any_model_loads_and_honours_k(tmp_path):
