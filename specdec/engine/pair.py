@@ -22,6 +22,8 @@ from .verdicts import Divergence, numerical_tie
 from .verify_costs import VerifyCosts, measure_draft_step, measure_verify_costs, speed_ratio
 
 AUTO_K_MAX = 32
+# What the speculative lane warms up on (Pair.warm_up): ordinary prose, not the request to be timed.
+WARM_UP_PROMPT = "Describe a quiet morning in a small harbour town."
 COSTS_VERSION = 2  # of the persisted cost models' JSON: a file of another version is ignored (2: finer
 # confidence bins at the top, confidence.BIN_EDGES)
 
@@ -241,21 +243,35 @@ class Pair:
         the first warm-up also measures the verify-cost table.
 
         The warm-up is often the very request about to be timed (the app's first one, a bench's
-        first question), so its speculative lane drafts from a throwaway token recycling table: the
-        pair's own would have read this answer's first tokens, and the timed run's first round
-        drafted them back (SmolLM2, a poem: 3 accepted in round 1, against 0 from an unread table).
-        The cost models keep what it shows: draft costs, and acceptance over its first tokens as a
-        measuring round's evidence (dropped, a fresh process's first request priced every source
-        at the prior alone: docs/spec-bench/notes.md, session of 2026-11-27 from 12:16, item 5)."""
+        first question), and the speculative lane learns as it drafts: the cost policy's acceptance
+        over the answer's first tokens, token recycling's table of them. So the speculative lane
+        warms up on text of its own (WARM_UP_PROMPT, in the request's form and settings), from a
+        throwaway recycling table, and the timed run starts from what another text taught, as every
+        later request does. (Warmed on the request itself, SmolLM2's table drafted a poem's first
+        tokens back: 3 accepted in round 1, against 0 from an unread table; and the cost policy's
+        first rounds judged the draft by this answer's own start. Learning nothing at all instead,
+        a fresh process priced every source at the prior alone: docs/spec-bench/notes.md, session of
+        2026-11-27 from 12:16, item 5.) The standard lane, which learns nothing, warms up on the
+        request: the shapes it times are the request's."""
         short = replace(request, max_new_tokens=min(tokens, request.max_new_tokens))
         for _ in self.standard(short):
             pass
         # (only where the drafter reads one: a table costs a row per vocabulary id)
         with self.recycling_from(evidence=self._evidence) if request.drafter in RECYCLING else nullcontext():
-            for _ in self.speculative(short):
+            for _ in self.speculative(self._warm_up_text(short)):
                 pass
         if self.verify_costs is None:
             self.measure_verify_costs(self.prompt_ids(request))
+
+    def _warm_up_text(self, request: Request) -> Request:
+        """request on WARM_UP_PROMPT, with no history; request itself where that does not fit the
+        models' context (a tiny model), or it is the same text."""
+        other = replace(request, prompt=WARM_UP_PROMPT, history=())
+        try:
+            self.prompt_ids(other)
+        except ValueError:
+            return request
+        return other
 
     def measure_verify_costs(self, context_ids: list[int]) -> VerifyCosts:
         """Time the target over each width (verify_costs.WIDTHS) and hand the table to the cost models."""

@@ -268,3 +268,27 @@ def test_a_saved_width_between_a_fresh_tables_widths_is_read_off_its_line():
     unseeded.restore(saved)
     assert unseeded.pass_seconds(4) == pytest.approx(learned.pass_seconds(4))
     assert learned.pass_seconds(4) > 2 * fresh.at(4)  # (each long pass clipped to OUTLIER x the estimate)
+
+
+def test_the_speculative_warm_up_learns_from_text_of_its_own(models, monkeypatch):
+    """The warm-up is often the request about to be timed: its speculative lane drafts on
+    WARM_UP_PROMPT, so the cost model a timed run starts from is the same whichever request warmed
+    it, and holds evidence (a fresh process's first request is not priced at the prior alone)."""
+    other = Request("w40 w41 w40 w41 w40 w41 w40", max_new_tokens=24, raw=True, drafter="draft-model",
+                    spec=Speculation(k=4, policy="cost"), sampling=Sampling())
+    first, second = new_pair(models, monkeypatch=monkeypatch), new_pair(models, monkeypatch=monkeypatch)
+    first.warm_up(REQUEST)
+    second.warm_up(other)
+    assert evidence(first) == evidence(second) and sum(evidence(first)) > 0
+    assert acceptance(first, REQUEST) == acceptance(second, other)
+    # What the warm-up did before: the request's own first tokens, which this request's differ from.
+    leaked = new_pair(models, monkeypatch=monkeypatch)
+    leaked.measure_verify_costs(leaked.prompt_ids(REQUEST))
+    list(leaked.speculative(pair_module.replace(REQUEST, max_new_tokens=4)))
+    assert acceptance(leaked, REQUEST) != acceptance(first, REQUEST)
+
+
+def acceptance(pair, request):
+    """What the pair's cost model has learned of the draft model's acceptance (not its timings)."""
+    costs = pair.cost_model(request).source("draft-model")
+    return [(round(kept.weight, 6), round(kept.mean or 0.0, 6)) for kept in costs.kept], costs.calibration.to_json()
