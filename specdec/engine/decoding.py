@@ -143,6 +143,7 @@ def speculative_decode(
             tree=None if draft.tree is None else TreeRound(draft.tree.tokens, draft.tree.parents, path, draft.reach,
                                                                 draft.origins, draft.nested, draft.chain),
             confidences=draft.confidences,
+            budget_cut=k_round < choice.k,
         )
         # 6. Report the round, and let the policy learn from it (and from what the free sources would
         #    have drafted, judged against its tokens) for the next. A round that goes on has all of its

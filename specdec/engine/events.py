@@ -140,6 +140,9 @@ class RoundEvent:
     catch_up: int = 0  # committed tokens the draft model read before drafting (see Draft.catch_up)
     tree: TreeRound | None = None
     confidences: tuple[float, ...] = ()  # a model draft's probability of each drafted token
+    # k was cut below the policy's choice because the answer had room for fewer tokens (its last
+    # rounds): what the policy chose is not what this round shows
+    budget_cut: bool = False
 
     @property
     def seconds(self) -> float:

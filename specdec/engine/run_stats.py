@@ -185,7 +185,7 @@ def summarize(standard: list[TokenEvent], rounds: list[RoundEvent], k: int, gree
         alpha=alpha, alpha_naive=alpha_naive(drafted, accepted), alpha_analytic=alpha_analytic([r.alpha for r in rounds]),
         tau=expected_tokens(alpha, drafted) / len(rounds) if alpha is not None else None,
         tokens_per_round=len(spec_ids) / len(rounds) if rounds else None,
-        k=k, rounds=len(rounds), rounds_without_draft=drafted.count(0), c=c, verify_cost=verify_cost,
+        k=k, rounds=len(rounds), rounds_without_draft=rounds_without_draft(rounds), c=c, verify_cost=verify_cost,
         speedup=spec_rate / std_rate if std_rate and spec_rate else None,
         predicted_speedup=predict(1.0) if predict else None,
         predicted_speedup_with_verify_cost=predict(verify_cost) if predict and verify_cost else None,
@@ -198,6 +198,16 @@ def summarize(standard: list[TokenEvent], rounds: list[RoundEvent], k: int, gree
 
 
 def settled_k(rounds: list[RoundEvent]) -> float | None:
-    """The median k of the run's second half: where a policy settled once it had measured."""
-    ks = [r.k for r in rounds[len(rounds) // 2:]]
+    """The median k of the run's second half: where a policy settled once it had measured. Rounds
+    whose k the answer's remaining room cut (its last ones) say nothing of the policy and are left
+    out, unless there is nothing else: a fixed k = 4 over 12 tokens drafts 4, 4 and 1, and settled on 4."""
+    chosen = [r for r in rounds if not r.budget_cut] or rounds
+    ks = [r.k for r in chosen[len(chosen) // 2:]]
     return statistics.median(ks) if ks else None
+
+
+def rounds_without_draft(rounds: list[RoundEvent]) -> int:
+    """Rounds that drafted nothing though the answer had room for a draft: the policy chose plain
+    decoding, or the drafter had nothing (a round with one token left to write drafts nothing under
+    any policy, and is not counted)."""
+    return sum(1 for r in rounds if not r.drafted and not r.budget_cut)

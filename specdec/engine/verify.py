@@ -58,5 +58,7 @@ def verify_sampled(
 
 
 def acceptance(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """Per-position probability that a draft from q is accepted: beta = sum_x min(p(x), q(x))."""
-    return torch.minimum(p, q).sum(-1)
+    """Per-position probability that a draft from q is accepted: beta = sum_x min(p(x), q(x)), at most
+    1 (a softmax summed in fp32 over 49,152 ids can exceed 1 by a few parts in a million, and a
+    probability reported above 1 is wrong however small the excess)."""
+    return torch.minimum(p, q).sum(-1).clamp(max=1.0)

@@ -141,3 +141,25 @@ def test_repeats_report_the_median_and_say_so():
     assert median.speedup == runs[1].speedup and median.speedup_runs == tuple(r.speedup for r in runs)
     assert str(median.verdict).endswith("; the median of 3 runs") and median.verdict.runs == 3
     assert runs[0].median_of(runs[:1]) == runs[0]  # one run: nothing to take the median of
+
+
+def test_a_fixed_k_settles_on_k_though_the_budget_cuts_its_last_round():
+    """A draft that is the target keeps every token, so a fixed k = 4 over 12 tokens drafts 4, 4 and
+    then the 1 the budget leaves: the run settled on k = 4, drafted every round it could, and its
+    analytic acceptance (the softmax summed in fp32) reads 1, not a hair above."""
+    import torch
+
+    from helpers import tiny_model
+    from specdec.engine.config import Sampling, Speculation
+    from specdec.engine.decoding import speculative_decode, standard_decode
+    from specdec.engine.drafters import make_drafter
+    from specdec.engine.kvcache import CachedModel
+
+    target, prompt = tiny_model("llama", seed=7), [5, 9, 14, 5, 9]
+    standard = list(standard_decode(CachedModel(target), prompt, Sampling(), 12))
+    rounds = list(speculative_decode(CachedModel(target), make_drafter("draft-model", target, 96), prompt,
+                                     Speculation(k=4), Sampling(), 12))
+    assert [r.k for r in rounds] == [4, 4, 1] and [r.budget_cut for r in rounds] == [False, False, True]
+    s = summarize(standard, rounds, k=4)
+    assert s.identical and s.k_settled == 4 and s.rounds_without_draft == 0 and "settled on k=4, 0 of 3 rounds plain" in str(s.verdict)
+    assert 0.999 < s.alpha_analytic <= 1.0 and torch.isfinite(torch.tensor(s.alpha_analytic))
