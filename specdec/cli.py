@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> None:
         from .bench.command import main as bench_main
 
         return bench_main(argv[1:])
-    from .models.offline import FetchError
+    from .models.offline import USER_ERRORS
 
     args = build_parser().parse_args(argv)
     try:
@@ -250,5 +250,5 @@ def main(argv: list[str] | None = None) -> None:
             from .models.offline import fetch_cli
 
             fetch_cli(args.which)
-    except (ValueError, FileNotFoundError, FetchError) as error:
+    except USER_ERRORS as error:
         raise SystemExit(f"error: {error}") from error

@@ -31,6 +31,7 @@ from .lanes import Models, busiest, jobs_for, run_repeat, warm_up
 from .meters import OtherLoad, machine
 from . import spec_bench, spec_bench_run
 from .grid_presets import auto_plans, full_plans, quick_plans
+from ..models.offline import USER_ERRORS
 from .report import report
 from .report_sections import keep_sections
 from .medians import summarize_cell
@@ -297,7 +298,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.suite and spec_bench.is_spec_bench(args.suite):  # Spec-Bench's format: its own run and table
             check_spec_bench_options(parser, args)
             return spec_bench_run.main(args, lambda: spec_bench_pair(args, log), log)
-    except (ValueError, FileNotFoundError) as error:
+    except USER_ERRORS as error:
         raise SystemExit(f"error: {error}") from error
     results = load_results(results_path, args.fresh)
     if not args.report_only:
@@ -314,7 +315,10 @@ def main(argv: list[str] | None = None) -> None:
                     suite=str(find_suite(args.suite)), assistant_confidence_threshold=_confidence_default(),
                     quiet_cores=args.quiet_cores, retries=args.retries)
         start = time.perf_counter()
-        run(plans, suite, results, results_path, args, log)
+        try:  # (a model that cannot load: the cells finished before it are saved as they finish)
+            run(plans, suite, results, results_path, args, log)
+        except USER_ERRORS as error:
+            raise SystemExit(f"error: {error}") from error
         meta["finished"] = _now()
         meta["seconds"] = meta.get("seconds", 0) + time.perf_counter() - start
         save_results(results_path, results)

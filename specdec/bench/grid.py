@@ -116,10 +116,13 @@ def load_suite(path: str | Path) -> list[Prompt]:
         missing = {"id", "category", "prompt"} - set(row)
         if missing:
             raise ValueError(f"{path}:{number}: missing field(s) {sorted(missing)}")
-        if row["id"] in seen:
+        prompt_id = str(row["id"])  # (1 and "1" are one id: the results key cells by the string)
+        if prompt_id in seen:
             raise ValueError(f"{path}:{number}: duplicate prompt id {row['id']!r}")
-        seen.add(row["id"])
-        prompts.append(Prompt(str(row["id"]), str(row["category"]), str(row["prompt"])))
+        if not isinstance(row["prompt"], str) or not row["prompt"].strip():
+            raise ValueError(f"{path}:{number}: prompt {prompt_id!r} must be non-blank text, got {row['prompt']!r}")
+        seen.add(prompt_id)
+        prompts.append(Prompt(prompt_id, str(row["category"]), row["prompt"]))
     if not prompts:
         raise ValueError(f"{path}: no prompts")
     return prompts

@@ -8,8 +8,13 @@ from typing import Iterator
 
 
 def rows(path: str | Path) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for each non-blank line of path."""
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    """(line number, object) for each non-blank line of path. Lines end at \\n (and \\r\\n) only: JSON
+    strings may hold U+2028, U+0085 and the other breaks str.splitlines() also splits at, and
+    json.dumps(ensure_ascii=False) writes them raw. A leading byte-order mark is skipped."""
+    if Path(path).is_dir():
+        raise ValueError(f"{path}: a folder, not a JSONL file")
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8-sig").split("\n"), 1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:

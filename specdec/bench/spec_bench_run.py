@@ -4,6 +4,7 @@ written from the answers."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -165,34 +166,78 @@ def chosen_questions(args) -> list[spec_bench.Question]:
     return questions
 
 
-def check_options(args) -> None:
+# A run's defaults: transformers' and Spec-Bench's 128 new tokens; k = 4 for the fixed-k rows; a
+# sampled run's nucleus, top-p 0.9 (recorded in the results and the caption).
+DEFAULT_NEW_TOKENS, DEFAULT_K, SAMPLED_TOP_P = 128, 4, 0.9
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every turn of a run asks (all but its prompt and history), and how often: read from the
+    options once, checked before any model loads."""
+
+    base: Request
+    repeats: int
+
+
+def settings(args) -> Settings:
+    """The run's settings from its options; a value out of range is refused by the option's name."""
+    temperature = args.temperatures[0] if args.temperatures else 0.0
+    sampling = Sampling() if temperature == 0 else Sampling(temperature=temperature, top_p=SAMPLED_TOP_P)
+    new_tokens = DEFAULT_NEW_TOKENS if args.max_new_tokens is None else args.max_new_tokens
+    repeats = 1 if args.repeats is None else args.repeats
+    for name, value in (("--max-new-tokens", new_tokens), ("--repeats", repeats), ("--per-category", args.per_category)):
+        if value is not None and not (isinstance(value, int) and value >= 1):
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    spec = Speculation(k=args.k[0] if args.k else DEFAULT_K)  # k in [1, 16], as generate takes it
+    return Settings(Request("", new_tokens, sampling, spec), repeats)
+
+
+def check_options(args) -> Settings:
     """The grid's options that mean something here, checked before any model loads: one k, one
-    temperature, drafters by the names the table's rows go by. Each row runs its own policy."""
+    temperature, drafters by the names the table's rows go by, counts of at least 1. Each row runs
+    its own policy."""
     if args.policies:
         raise ValueError("--policies is the grid's: a Spec-Bench run gives each method its own policy "
                          "(fixed k, the cost policy for auto, hybrid and token recycling's cost row)")
     for name, values in (("--k", args.k), ("--temperatures", args.temperatures)):
         if values and len(values) > 1:
             raise ValueError(f"{name}: a Spec-Bench run takes one value, got {len(values)}")
-    if args.k:
-        Speculation(k=args.k[0], k_max=max(args.k[0], 16))  # its own message for a k out of range
-    known = {m.option for m in methods(True, 4)}
+    known = {m.option for m in methods(True, DEFAULT_K)}
     if args.drafters and (unknown := set(args.drafters) - known):
         raise ValueError(f"--drafters: unknown {', '.join(sorted(unknown))}; a Spec-Bench run has "
                          f"{', '.join(sorted(known))}")
+    return settings(args)
 
 
-def run(args, questions: list[spec_bench.Question], pair: Pair, log) -> dict:
-    greedy = not args.temperatures or args.temperatures[0] == 0
-    sampling = Sampling() if greedy else Sampling(temperature=args.temperatures[0], top_p=0.9)
-    k = args.k[0] if args.k else 4
-    base = Request("", args.max_new_tokens or 128, sampling, Speculation(k=k, k_max=max(k, 16)))
+def check_context(pair: Pair, questions: list[spec_bench.Question], base: Request) -> None:
+    """Every turn's prompt fits the models' context after the turns before it (their answers counted
+    as empty: the most any run can fit), checked before anything is timed, so a turn too long for the
+    model is refused by its question at once, not after the questions before it have run."""
+    for question in questions:
+        history: tuple[tuple[str, str], ...] = ()
+        for number, turn in enumerate(question.turns, 1):
+            request = replace(base, prompt=turn, history=history)
+            try:
+                pair.check_context(len(pair.encode(request)), request)
+            except ValueError as error:
+                raise ValueError(f"question {question.id}, turn {number}: {error}") from None
+            history += ((turn, ""),)
+
+
+def run(args, questions: list[spec_bench.Question], pair: Pair, log, save=lambda results: None) -> dict:
+    """Every lane over every question; save(results so far) after each question, so a run stopped
+    halfway (a turn longer than the context once answers are in it, a user's Ctrl-C) keeps what it
+    finished."""
+    run_settings = settings(args)
+    base, k = run_settings.base, run_settings.base.spec.k
     lanes = methods(pair.draft is not None and pair.tokenizer_mismatch is None, k)
     if args.drafters:  # a subset, by drafter name ("auto" and "transformers" name those two rows)
         lanes = [m for m in lanes if m.option in args.drafters]
         if missing := set(args.drafters) - {m.option for m in lanes}:
             raise ValueError(f"--drafters {', '.join(sorted(missing))}: needs a draft model with the target's "
-                             "tokenizer (--draft)")
+                             f"tokenizer{_why_not(pair)}")
+    check_context(pair, questions, base)
     for method in lanes:  # one-time costs (kernels, the verify-cost table) off the clock
         if not method.peer:
             pair.warm_up(request_for(method, pair, replace(base, prompt=questions[0].turns[0])))
@@ -200,17 +245,28 @@ def run(args, questions: list[spec_bench.Question], pair: Pair, log) -> dict:
     answers, tables = [], {}  # each lane's recycling table, warming over the run (answer_question)
     for number, question in enumerate(questions, 1):
         log(f"[{number}/{len(questions)}] {question.id} ({question.category}, {len(question.turns)} turns)")
-        answers += answer_question(pair, question, lanes, base, tables, args.repeats or 1)
-    return {"meta": meta(args, pair, questions, sampling), "answers": answers}
+        try:
+            answers += answer_question(pair, question, lanes, base, tables, run_settings.repeats)
+        except ValueError as error:  # (the context, with this question's answers in it)
+            raise ValueError(f"question {question.id}: {error} (the questions before it are saved)") from None
+        save({"meta": meta(args, pair, questions[:number], base.sampling, run_settings), "answers": list(answers)})
+    return {"meta": meta(args, pair, questions, base.sampling, run_settings), "answers": answers}
 
 
-def meta(args, pair: Pair, questions: list[spec_bench.Question], sampling: Sampling) -> dict:
+def _why_not(pair: Pair) -> str:
+    """Why the pair has no same-tokenizer draft: none given (--draft), or one of another tokenizer."""
+    if pair.draft is None:
+        return " (--draft)"
+    return f"; {pair.draft.name}'s differs ({pair.tokenizer_mismatch})"
+
+
+def meta(args, pair: Pair, questions: list[spec_bench.Question], sampling: Sampling, run: Settings) -> dict:
     per_task = {task: sum(q.task == task for q in questions) for task in spec_bench.tasks_of(q.category for q in questions)}
     return {"machine": machine(), "suite": str(args.suite), "per_category": args.per_category,
             "prompts": list(args.prompts) if args.prompts else None,
             "sample_seed": args.sample_seed, "questions": len(questions), "per_task": per_task,
-            "repeats": args.repeats or 1,
-            "max_new_tokens": args.max_new_tokens or 128, "temperature": sampling.temperature,
+            "repeats": run.repeats, "max_new_tokens": run.base.max_new_tokens,
+            "temperature": sampling.temperature, "top_p": sampling.top_p, "k": run.base.spec.k,
             "target": pair.target.name, "draft": pair.draft.name if pair.draft else None,
             "draft_quantize": pair.draft.quantize if pair.draft else None, "dtype": str(pair.target.dtype),
             "engine": pair.target.engine, "device": str(pair.target.device),
@@ -226,10 +282,16 @@ def caption(meta: dict, answers: Sequence[dict] = ()) -> str:
     sizes = ", ".join(f"{task} {n}" for task, n in meta["per_task"].items())
     return (f"**Spec-Bench-style leaderboard.** {pair}; {meta['device']}, {meta['dtype']}, engine {meta['engine']}; "
             f"{meta['machine']['cpu']}, {meta['machine']['cores']} cores{_standard_speed(answers)}; "
-            f"temperature {meta['temperature']}; "
+            f"temperature {meta['temperature']}{_nucleus(meta)}; "
             f"{meta['max_new_tokens']} new tokens a turn; {_repeats(meta)}{meta['questions']} questions from {meta['suite']} "
             f"({sizes}; {_drawn(meta)}). Speedup over our standard "
             "decoding as Spec-Bench's evaluation/speed.py computes it.")
+
+
+def _nucleus(meta: dict) -> str:
+    """", top-p P" where a sampled run cut the nucleus (results from before top_p was recorded: 0.9)."""
+    top_p = meta.get("top_p", SAMPLED_TOP_P if meta["temperature"] else 1.0)
+    return f", top-p {top_p:g}" if meta["temperature"] and top_p < 1.0 else ""
 
 
 def _drawn(meta: dict) -> str:
@@ -265,9 +327,10 @@ def main(args, pair_loader, log=lambda m: print(m, file=sys.stderr)) -> None:
     else:
         check_options(args)
         questions = chosen_questions(args)  # a file's every error before a model loads
-        results = run(args, questions, pair_loader(), log)
-        out.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(results, indent=1))
+        check_writable(out, Path(args.report) if args.report else None)
+        save = lambda results: path.write_text(json.dumps(results, indent=1))  # noqa: E731
+        results = run(args, questions, pair_loader(), log, save)
+        save(results)
     text = report(results)
     (out / "spec_bench.md").write_text(text + "\n")
     if args.report:  # e.g. docs/BENCHMARKS.md: this pair's section of it, the rest kept
@@ -275,6 +338,21 @@ def main(args, pair_loader, log=lambda m: print(m, file=sys.stderr)) -> None:
                     f"## Spec-Bench-style leaderboard: {section_key(results['meta'])}\n\n"
                     f"Results: `{path}`.\n\n{text}")
     print(text)
+
+
+def check_writable(out: Path, report: Path | None) -> None:
+    """The output folder (made now) and the report's path take files, checked before a model loads:
+    an error after the run would lose it."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"--out {out}: cannot make the folder ({error.strerror})") from None
+    if not os.access(out, os.W_OK):
+        raise ValueError(f"--out {out}: cannot write there")
+    if report is not None and report.is_dir():
+        raise ValueError(f"--report {report}: a folder; give a Markdown file's path")
+    if report is not None and report.parent.exists() and not os.access(report.parent, os.W_OK):
+        raise ValueError(f"--report {report}: cannot write in {report.parent}")
 
 
 def section_key(meta: dict) -> str:

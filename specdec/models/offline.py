@@ -62,6 +62,11 @@ class FetchError(RuntimeError):
     """pip could not download a package."""
 
 
+# What a command reports as "error: ..." and exits on, rather than a traceback: bad input and options
+# (ValueError), a path that is not there, a model that cannot be fetched.
+USER_ERRORS = (ValueError, FileNotFoundError, FetchError)
+
+
 def cache_dir() -> Path:
     """$SPECDEC_CACHE if set, else ~/.cache/specdec; created on demand."""
     root = Path(os.environ.get("SPECDEC_CACHE") or Path.home() / ".cache" / "specdec").expanduser()
@@ -234,9 +239,12 @@ def gguf_to_folder(gguf_path: Path | str, log: Log = print) -> Path:
     started = time.perf_counter()
     source, name = str(gguf_path.parent), gguf_path.name
     # local_files_only: a GGUF file is always local, and the Hub is unreachable on our machines anyway.
-    tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=name, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(source, gguf_file=name, dtype=torch.float32,
-                                                 local_files_only=True)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=name, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(source, gguf_file=name, dtype=torch.float32,
+                                                     local_files_only=True)
+    except (ValueError, OSError) as error:  # (an empty file: "cannot mmap an empty file", no name)
+        raise ValueError(f"{gguf_path}: transformers cannot read it as a GGUF model ({error})") from error
     # The weights are already dequantized to fp32; without this, save_pretrained refuses a
     # "quantized" model it cannot serialize back to GGUF.
     model.hf_quantizer = None

@@ -209,6 +209,26 @@ def test_suite_validation(tmp_path):
     path.write_text('{"id": "a", "prompt": "p"}\n')
     with pytest.raises(ValueError, match="missing field"):
         load_suite(path)
+    # 1 and "1" are one id (cells are keyed by the string); a blank prompt is refused on reading.
+    path.write_text('{"id": 1, "category": "x", "prompt": "p"}\n{"id": "1", "category": "x", "prompt": "q"}\n')
+    with pytest.raises(ValueError, match="s.jsonl:2: duplicate prompt id '1'"):
+        load_suite(path)
+    path.write_text('{"id": "a", "category": "x", "prompt": "p"}\n{"id": "b", "category": "x", "prompt": "  "}\n')
+    with pytest.raises(ValueError, match="s.jsonl:2: prompt 'b' must be non-blank text"):
+        load_suite(path)
+
+
+def test_jsonl_lines_end_at_newlines_only(tmp_path):
+    """JSON strings may hold U+2028, U+0085 or a form feed raw (json.dumps(ensure_ascii=False) writes
+    them so), which str.splitlines() would split a line at; a byte-order mark and CRLF endings are
+    read too; a folder is refused by name."""
+    rows = [{"id": "a", "category": "x", "prompt": "one\u2028two\u0085three\x0cfour"},
+            {"id": "b", "category": "x", "prompt": "zwei"}]
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(json.dumps(r, ensure_ascii=False) for r in rows).encode())
+    assert [p.text for p in load_suite(path)] == [rows[0]["prompt"], "zwei"]
+    with pytest.raises(ValueError, match="a folder, not a JSONL file"):
+        load_suite(tmp_path)
 
 
 def test_grid_expansion_merges_groups_and_skips_drafters_without_a_model():

@@ -1,6 +1,7 @@
 """Spec-Bench in the bench: its format and tasks, the leaderboard's arithmetic on answers whose result
 is known, and a two-turn conversation answered identically by every greedy lane."""
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 from dataclasses import replace
@@ -233,7 +234,12 @@ def test_a_run_checks_its_options_before_any_model_loads_and_honours_k(tmp_path)
                              ({"policies": ["cost"]}, "--policies is the grid's"),
                              ({"k": [2, 4]}, "--k: a Spec-Bench run takes one value"),
                              ({"k": [0]}, "k must be an integer in"),
-                             ({"temperatures": [0.0, 0.7]}, "--temperatures: a Spec-Bench run takes one value")]:
+                             ({"temperatures": [0.0, 0.7]}, "--temperatures: a Spec-Bench run takes one value"),
+                             ({"k": [100]}, r"k must be an integer in \[1, 16\]"),
+                             ({"max_new_tokens": 0}, "--max-new-tokens must be an integer >= 1, got 0"),
+                             ({"repeats": 0}, "--repeats must be an integer >= 1, got 0"),
+                             ({"repeats": -2}, "--repeats must be an integer >= 1, got -2"),
+                             ({"per_category": 0}, "--per-category must be an integer >= 1, got 0")]:
         with pytest.raises(ValueError, match=message):
             spec_bench_run.check_options(replace_args(args, **changes))
     spec_bench_run.check_options(args)
@@ -282,3 +288,40 @@ def test_a_category_outside_spec_benchs_tasks_gets_a_column_of_its_own():
 
 def replace_args(args: SimpleNamespace, **changes) -> SimpleNamespace:
     return SimpleNamespace(**{**vars(args), **changes})
+
+
+def test_a_run_refuses_a_turn_too_long_before_timing_and_saves_each_question(tmp_path):
+    """A turn longer than the model's context is refused by its question before any lane is timed
+    (not halfway through a run, with every answer so far lost); a run saves what it has after each
+    question; a sampled run records its nucleus (top-p 0.9) in its results and caption."""
+    suite = tmp_path / "sb.jsonl"
+    rows = [{"question_id": 1, "category": "qa", "turns": ["w5 w9 w14"]},
+            {"question_id": 2, "category": "rag", "turns": ["w5 w9", "w7 " * 600]}]
+    suite.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = SimpleNamespace(suite=str(suite), per_category=None, sample_seed=0, prompts=None, temperatures=None,
+                           max_new_tokens=4, drafters=("prompt-lookup",), repeats=1, k=[2], policies=None)
+    pair = Pair(loaded(tiny_model("llama", seed=7), word_tokenizer(96)))  # a context of 512 positions
+    timed = []
+    pair.warm_up = lambda request: timed.append(request)  # noqa: E731 (nothing may run before the check)
+    with pytest.raises(ValueError, match="question 2, turn 2: prompt .* exceeds the model's context of 512"):
+        spec_bench_run.run(args, spec_bench_run.chosen_questions(args), pair, log=lambda message: None)
+    assert not timed
+    del pair.warm_up
+    saved = []
+    short = replace_args(args, suite=str(tmp_path / "ok.jsonl"), temperatures=[0.7])
+    Path(short.suite).write_text("".join(json.dumps({**r, "turns": r["turns"][:1]}) + "\n" for r in rows))
+    results = spec_bench_run.run(short, spec_bench_run.chosen_questions(short), pair, lambda message: None,
+                                 save=saved.append)
+    assert [len(s["answers"]) for s in saved] == [2, 4] and saved[-1]["answers"] == results["answers"]
+    assert [s["meta"]["questions"] for s in saved] == [1, 2]
+    assert results["meta"]["top_p"] == 0.9 and "temperature 0.7, top-p 0.9;" in spec_bench_run.caption(results["meta"])
+
+
+def test_an_output_path_that_cannot_be_written_is_refused_before_a_model_loads(tmp_path):
+    suite = tmp_path / "sb.jsonl"
+    suite.write_text(json.dumps({"question_id": 1, "category": "qa", "turns": ["?"]}) + "\n")
+    (tmp_path / "a_file").write_text("")
+    for extra, message in ((["--out", str(tmp_path / "a_file" / "out")], "cannot make the folder"),
+                           (["--report", str(tmp_path)], "a folder; give a Markdown file's path")):
+        with pytest.raises(SystemExit, match=message):
+            command.main(["--suite", str(suite), "--target", str(tmp_path / "no_model"), *extra])
