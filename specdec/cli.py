@@ -182,7 +182,7 @@ def print_comparison(first: Comparison, serving: Serving, follow_ups: list[Compa
     print(f"speedup {fmt(s.speedup)}; predicted {fmt(s.predicted_speedup)} if verifying k+1 tokens cost one "
           f"step, {fmt(s.predicted_speedup_with_verify_cost)} at the measured {fmt(s.verify_cost)} steps")
     print(f"alpha {fmt(s.alpha)}, tau {fmt(s.tau)}, k {s.k}, c {fmt(s.c)}, "
-          f"rounds {s.rounds} ({s.rounds_without_draft} drafted nothing)")
+          f"rounds {s.rounds} ({s.rounds_without_draft} drafted nothing with room to draft)")
     if s.identical is not None:
         print(f"identical {s.identical}" + divergence_note(s.divergence))
     print(s.verdict)

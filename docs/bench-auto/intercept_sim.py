@@ -22,8 +22,10 @@ sim.DATA = cache_dir() / "stop_rules_sim_copying.json"
 
 
 def main() -> None:
-    data = json.loads(sim.DATA.read_text()) if sim.DATA.exists() else sim.collect()
-    sim.DATA.write_text(json.dumps(data))
+    data = sim.cached()
+    if data is None:
+        data = sim.collect()
+        sim.DATA.write_text(json.dumps(data))
     known = sorted((int(n), s) for n, s in data["verify"].items())
     v, d = (lambda n: interpolate(known, n)), data["draft_seconds"]
     cost = lambda drafted: drafted * d + v(drafted + 1) + sim.OVERHEAD  # noqa: E731

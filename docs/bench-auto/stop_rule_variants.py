@@ -19,7 +19,6 @@ learns it.
 
     PYTHONPATH=. .venv/bin/python docs/bench-auto/stop_rule_variants.py > docs/bench-auto/stop_rule_variants.txt
 """
-import json
 import sys
 from pathlib import Path
 
@@ -105,7 +104,9 @@ class Variant(sim.Evidence):
 
 
 def main() -> None:
-    data = json.loads(sim.DATA.read_text())
+    data = sim.cached()
+    if data is None:
+        raise SystemExit(f"no collected data at {sim.DATA} for these questions: run stop_rules_sim.py first")
     known = sorted((int(n), s) for n, s in data["verify"].items())
     v, d = (lambda n: interpolate(known, n)), data["draft_seconds"]
     cost = lambda drafted: drafted * d + v(drafted + 1) + sim.OVERHEAD  # noqa: E731

@@ -85,6 +85,8 @@ def cached() -> dict | None:
     if not DATA.exists():
         return None
     data = json.loads(DATA.read_text())
+    if SUITE is None:  # (the session's turns: named in TURNS)
+        return data
     if "questions_sha" not in data:
         print(f"warning: {DATA} does not say which questions it holds; delete it to collect again", file=sys.stderr)
     elif data["questions_sha"] != questions_sha():
@@ -169,8 +171,10 @@ class Evidence:
 
 
 def main() -> None:
-    data = cached() or collect()
-    DATA.write_text(json.dumps(data))
+    data = cached()
+    if data is None:
+        data = collect()
+        DATA.write_text(json.dumps(data))
     if option("--verify"):
         data["verify"] = {n: float(s) for n, s in (pair.split(":") for pair in option("--verify").split(","))}
     if option("--draft"):

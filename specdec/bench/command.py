@@ -17,7 +17,6 @@ import dataclasses
 import datetime
 import gc
 import json
-import os
 import shlex
 import sys
 import time
@@ -30,6 +29,7 @@ from .grid import AUTO, Plan, upgrade_cell, Setup, expand, load_suite, needs_dra
 from .lanes import Models, busiest, jobs_for, run_repeat, warm_up
 from .meters import OtherLoad, machine
 from . import spec_bench, spec_bench_run
+from .jsonl import save_json
 from .grid_presets import auto_plans, full_plans, quick_plans
 from ..models.offline import USER_ERRORS
 from .report import report
@@ -142,10 +142,7 @@ def load_results(path: Path, fresh: bool) -> dict:
 
 def save_results(path: Path, results: dict) -> None:
     """Atomically, so an interrupted run leaves the last finished group on disk."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(results, indent=1, allow_nan=False))
-    os.replace(tmp, path)
+    save_json(path, results)
 
 
 def load_setup(setup: Setup, plans: list[Plan], args, log) -> Models:
@@ -190,7 +187,11 @@ def run(plans: list[Plan], suite, results: dict, results_path: Path, args, log) 
         groups = [g for g in todo if g.setup == setup]
         if not groups:
             continue
-        models = load_setup(setup, plans, args, lambda m: bar.write(m))
+        try:  # (a model that cannot load: the cells finished before it are saved as they finish)
+            models = load_setup(setup, plans, args, lambda m: bar.write(m))
+        except USER_ERRORS as error:
+            bar.close()
+            raise SystemExit(f"error: {setup.name}: {error}") from error
         record_setup(results, setup, models, plans)
         for group in groups:
             bar.set_description(f"{setup.name} {group.prompt.id} T={group.temperature:g}")
@@ -315,10 +316,7 @@ def main(argv: list[str] | None = None) -> None:
                     suite=str(find_suite(args.suite)), assistant_confidence_threshold=_confidence_default(),
                     quiet_cores=args.quiet_cores, retries=args.retries)
         start = time.perf_counter()
-        try:  # (a model that cannot load: the cells finished before it are saved as they finish)
-            run(plans, suite, results, results_path, args, log)
-        except USER_ERRORS as error:
-            raise SystemExit(f"error: {error}") from error
+        run(plans, suite, results, results_path, args, log)
         meta["finished"] = _now()
         meta["seconds"] = meta.get("seconds", 0) + time.perf_counter() - start
         save_results(results_path, results)

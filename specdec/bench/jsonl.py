@@ -1,8 +1,10 @@
 """Reading the bench's JSONL files (its own prompt suites and Spec-Bench's questions): one JSON object
-a line, blank lines skipped, and every error named by file and line, as the user's editor numbers it."""
+a line, blank lines skipped, and every error named by file and line, as the user's editor numbers it.
+Writing its results: one JSON file, atomically."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Iterator
 
@@ -24,3 +26,11 @@ def rows(path: str | Path) -> Iterator[tuple[int, dict]]:
         if not isinstance(row, dict):
             raise ValueError(f"{path}:{number}: each line must be a JSON object, got {type(row).__name__}")
         yield number, row
+
+
+def save_json(path: Path, data: dict) -> None:
+    """data at path, atomically (a run stopped mid-write leaves the file before it), strict JSON."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, allow_nan=False))
+    os.replace(tmp, path)

@@ -17,6 +17,7 @@ from ..engine.timing import Clock
 from . import spec_bench
 from .grid import AUTO
 from .meters import Forwards, machine
+from .jsonl import save_json
 from .report_sections import put_section
 
 
@@ -183,17 +184,20 @@ class Settings:
 def settings(args) -> Settings:
     """The run's settings from its options; a value out of range is refused by the option's name."""
     temperature = args.temperatures[0] if args.temperatures else 0.0
-    sampling = Sampling() if temperature == 0 else Sampling(temperature=temperature, top_p=SAMPLED_TOP_P)
+    try:
+        sampling = Sampling() if temperature == 0 else Sampling(temperature=temperature, top_p=SAMPLED_TOP_P)
+        spec = Speculation(k=args.k[0] if args.k else DEFAULT_K)  # k in [1, 16], as generate takes it
+    except ValueError as error:
+        raise ValueError(f"--{'k' if 'k must' in str(error) else 'temperatures'}: {error}") from None
     new_tokens = DEFAULT_NEW_TOKENS if args.max_new_tokens is None else args.max_new_tokens
     repeats = 1 if args.repeats is None else args.repeats
     for name, value in (("--max-new-tokens", new_tokens), ("--repeats", repeats), ("--per-category", args.per_category)):
         if value is not None and not (isinstance(value, int) and value >= 1):
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    spec = Speculation(k=args.k[0] if args.k else DEFAULT_K)  # k in [1, 16], as generate takes it
     return Settings(Request("", new_tokens, sampling, spec), repeats)
 
 
-def check_options(args) -> Settings:
+def check_options(args) -> None:
     """The grid's options that mean something here, checked before any model loads: one k, one
     temperature, drafters by the names the table's rows go by, counts of at least 1. Each row runs
     its own policy."""
@@ -207,7 +211,7 @@ def check_options(args) -> Settings:
     if args.drafters and (unknown := set(args.drafters) - known):
         raise ValueError(f"--drafters: unknown {', '.join(sorted(unknown))}; a Spec-Bench run has "
                          f"{', '.join(sorted(known))}")
-    return settings(args)
+    settings(args)
 
 
 def check_context(pair: Pair, questions: list[spec_bench.Question], base: Request) -> None:
@@ -225,32 +229,45 @@ def check_context(pair: Pair, questions: list[spec_bench.Question], base: Reques
             history += ((turn, ""),)
 
 
-def run(args, questions: list[spec_bench.Question], pair: Pair, log, save=lambda results: None) -> dict:
-    """Every lane over every question; save(results so far) after each question, so a run stopped
-    halfway (a turn longer than the context once answers are in it, a user's Ctrl-C) keeps what it
-    finished."""
+def run(args, questions: list[spec_bench.Question], pair: Pair, log, save=None) -> dict:
+    """Every lane over every question. save(results so far), where given, after each question: a
+    run stopped halfway (a turn that outgrows the context once earlier answers are in it, a user's
+    Ctrl-C) keeps what it finished."""
     run_settings = settings(args)
-    base, k = run_settings.base, run_settings.base.spec.k
-    lanes = methods(pair.draft is not None and pair.tokenizer_mismatch is None, k)
-    if args.drafters:  # a subset, by drafter name ("auto" and "transformers" name those two rows)
-        lanes = [m for m in lanes if m.option in args.drafters]
-        if missing := set(args.drafters) - {m.option for m in lanes}:
-            raise ValueError(f"--drafters {', '.join(sorted(missing))}: needs a draft model with the target's "
-                             f"tokenizer{_why_not(pair)}")
+    base = run_settings.base
+    lanes = chosen_lanes(args, pair, base.spec.k)
     check_context(pair, questions, base)
+    first = replace(base, prompt=questions[0].turns[0])
     for method in lanes:  # one-time costs (kernels, the verify-cost table) off the clock
         if not method.peer:
-            pair.warm_up(request_for(method, pair, replace(base, prompt=questions[0].turns[0])))
+            try:  # (auto's warm-up checks the context with its own, deeper k_max)
+                pair.warm_up(request_for(method, pair, first))
+            except ValueError as error:
+                raise ValueError(f"question {questions[0].id}, turn 1 ({method.label}): {error}") from None
     log(f"the cost policy's saved costs ({pair.costs_file}): {pair.costs_status}")
     answers, tables = [], {}  # each lane's recycling table, warming over the run (answer_question)
     for number, question in enumerate(questions, 1):
         log(f"[{number}/{len(questions)}] {question.id} ({question.category}, {len(question.turns)} turns)")
         try:
             answers += answer_question(pair, question, lanes, base, tables, run_settings.repeats)
-        except ValueError as error:  # (the context, with this question's answers in it)
-            raise ValueError(f"question {question.id}: {error} (the questions before it are saved)") from None
-        save({"meta": meta(args, pair, questions[:number], base.sampling, run_settings), "answers": list(answers)})
-    return {"meta": meta(args, pair, questions, base.sampling, run_settings), "answers": answers}
+        except ValueError as error:  # (the context, with this question's earlier answers in it)
+            kept = f" ({number - 1} questions before it saved)" if save and number > 1 else ""
+            raise ValueError(f"question {question.id}: {error}{kept}") from None
+        if save:
+            save({"meta": meta(args, pair, questions[:number], run_settings, len(questions)), "answers": list(answers)})
+    return {"meta": meta(args, pair, questions, run_settings), "answers": answers}
+
+
+def chosen_lanes(args, pair: Pair, k: int) -> list[Method]:
+    """The methods the pair can run, or the --drafters among them (each by its drafter's name;
+    "auto" and "transformers" name those two rows)."""
+    lanes = methods(pair.draft is not None and pair.tokenizer_mismatch is None, k)
+    if args.drafters:
+        lanes = [m for m in lanes if m.option in args.drafters]
+        if missing := set(args.drafters) - {m.option for m in lanes}:
+            raise ValueError(f"--drafters {', '.join(sorted(missing))}: needs a draft model with the target's "
+                             f"tokenizer{_why_not(pair)}")
+    return lanes
 
 
 def _why_not(pair: Pair) -> str:
@@ -260,13 +277,17 @@ def _why_not(pair: Pair) -> str:
     return f"; {pair.draft.name}'s differs ({pair.tokenizer_mismatch})"
 
 
-def meta(args, pair: Pair, questions: list[spec_bench.Question], sampling: Sampling, run: Settings) -> dict:
+def meta(args, pair: Pair, questions: list[spec_bench.Question], run_settings: Settings,
+         planned: int | None = None) -> dict:
+    """The run's description; planned: how many questions a partial run (questions so far) set out to answer."""
     per_task = {task: sum(q.task == task for q in questions) for task in spec_bench.tasks_of(q.category for q in questions)}
+    sampling = run_settings.base.sampling
     return {"machine": machine(), "suite": str(args.suite), "per_category": args.per_category,
             "prompts": list(args.prompts) if args.prompts else None,
             "sample_seed": args.sample_seed, "questions": len(questions), "per_task": per_task,
-            "repeats": run.repeats, "max_new_tokens": run.base.max_new_tokens,
-            "temperature": sampling.temperature, "top_p": sampling.top_p, "k": run.base.spec.k,
+            **({"planned": planned} if planned is not None and planned != len(questions) else {}),
+            "repeats": run_settings.repeats, "max_new_tokens": run_settings.base.max_new_tokens,
+            "temperature": sampling.temperature, "top_p": sampling.top_p, "k": run_settings.base.spec.k,
             "target": pair.target.name, "draft": pair.draft.name if pair.draft else None,
             "draft_quantize": pair.draft.quantize if pair.draft else None, "dtype": str(pair.target.dtype),
             "engine": pair.target.engine, "device": str(pair.target.device),
@@ -295,9 +316,9 @@ def _nucleus(meta: dict) -> str:
 
 
 def _drawn(meta: dict) -> str:
-    if meta["per_category"] is None:
-        return "every question"
-    return f"{meta['per_category']} per category, seed {meta['sample_seed']}"
+    drawn = "every question" if meta["per_category"] is None else \
+        f"{meta['per_category']} per category, seed {meta['sample_seed']}"
+    return drawn + (f"; a partial run: {meta['questions']} of {meta['planned']} questions" if "planned" in meta else "")
 
 
 def _standard_speed(answers: Sequence[dict]) -> str:
@@ -328,9 +349,12 @@ def main(args, pair_loader, log=lambda m: print(m, file=sys.stderr)) -> None:
         check_options(args)
         questions = chosen_questions(args)  # a file's every error before a model loads
         check_writable(out, Path(args.report) if args.report else None)
-        save = lambda results: path.write_text(json.dumps(results, indent=1))  # noqa: E731
-        results = run(args, questions, pair_loader(), log, save)
-        save(results)
+        # Questions so far go beside the results, which a finished run alone replaces (an earlier
+        # run's complete file is not lost to one stopped halfway).
+        partial = out / "spec_bench.partial.json"
+        results = run(args, questions, pair_loader(), log, lambda so_far: save_json(partial, so_far))
+        save_json(path, results)
+        partial.unlink(missing_ok=True)
     text = report(results)
     (out / "spec_bench.md").write_text(text + "\n")
     if args.report:  # e.g. docs/BENCHMARKS.md: this pair's section of it, the rest kept
@@ -351,8 +375,16 @@ def check_writable(out: Path, report: Path | None) -> None:
         raise ValueError(f"--out {out}: cannot write there")
     if report is not None and report.is_dir():
         raise ValueError(f"--report {report}: a folder; give a Markdown file's path")
-    if report is not None and report.parent.exists() and not os.access(report.parent, os.W_OK):
-        raise ValueError(f"--report {report}: cannot write in {report.parent}")
+    if report is not None and not _writable(report):
+        raise ValueError(f"--report {report}: cannot write there")
+
+
+def _writable(path: Path) -> bool:
+    """Whether path (a file, or what its missing folders would be made in) can be written."""
+    path = path.absolute()
+    while not path.exists():
+        path = path.parent
+    return os.access(path, os.W_OK)
 
 
 def section_key(meta: dict) -> str:

@@ -264,8 +264,11 @@ class Pair:
             self.measure_verify_costs(self.prompt_ids(request))
 
     def _warm_up_text(self, request: Request) -> Request:
-        """request on WARM_UP_PROMPT, with no history; request itself where that does not fit the
-        models' context (a tiny model), or it is the same text."""
+        """request on WARM_UP_PROMPT, with no history; request itself only where that text does not
+        fit the models' context (a model of a few dozen positions), the one case a warm-up still
+        learns from the answer it precedes. (Without a chat template, whose markers recur, prompt
+        lookup may find nothing to draft on it, and its first timed round then pays that path's
+        one-time costs: a round's worth of noise, against a first answer partly known in advance.)"""
         other = replace(request, prompt=WARM_UP_PROMPT, history=())
         try:
             self.prompt_ids(other)

@@ -210,4 +210,4 @@ def rounds_without_draft(rounds: list[RoundEvent]) -> int:
     """Rounds that drafted nothing though the answer had room for a draft: the policy chose plain
     decoding, or the drafter had nothing (a round with one token left to write drafts nothing under
     any policy, and is not counted)."""
-    return sum(1 for r in rounds if not r.drafted and not r.budget_cut)
+    return sum(1 for r in rounds if not r.drafted and not (r.budget_cut and r.k == 0))

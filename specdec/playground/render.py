@@ -91,7 +91,8 @@ def stats_rows(result: RaceResult) -> list[list[str]]:
          "m_r = the round's own draft length"],
         ["k (tokens drafted per round)", _fmt(run.k), "starting k when adaptive"],
         ["rounds with no draft", f"{run.rounds_without_draft} of {run.rounds}",
-         "the drafter proposed nothing: one plain target token, as standard decoding would"],
+         "the policy chose plain decoding or the drafter proposed nothing: one plain target token, as standard "
+         "decoding would (a last round with one token left, which no policy can draft for, is not counted)"],
         ["c (draft cost ratio)", _fmt(run.c), "seconds per drafted token ÷ seconds per target step"],
         ["verify cost", _fmt(run.verify_cost, 2), "a (k+1)-token verify pass, in target steps"],
     ]

@@ -202,20 +202,20 @@ def test_spread_and_lane_record():
 
 
 def test_suite_validation(tmp_path):
+    """Duplicate ids (1 and "1" are one: cells are keyed by the string), missing fields and blank
+    prompts are refused on reading, by file and line."""
     path = tmp_path / "s.jsonl"
-    path.write_text('{"id": "a", "category": "x", "prompt": "p"}\n\n{"id": "a", "category": "y", "prompt": "q"}\n')
-    with pytest.raises(ValueError, match="duplicate prompt id"):
-        load_suite(path)
-    path.write_text('{"id": "a", "prompt": "p"}\n')
-    with pytest.raises(ValueError, match="missing field"):
-        load_suite(path)
-    # 1 and "1" are one id (cells are keyed by the string); a blank prompt is refused on reading.
-    path.write_text('{"id": 1, "category": "x", "prompt": "p"}\n{"id": "1", "category": "x", "prompt": "q"}\n')
-    with pytest.raises(ValueError, match="s.jsonl:2: duplicate prompt id '1'"):
-        load_suite(path)
-    path.write_text('{"id": "a", "category": "x", "prompt": "p"}\n{"id": "b", "category": "x", "prompt": "  "}\n')
-    with pytest.raises(ValueError, match="s.jsonl:2: prompt 'b' must be non-blank text"):
-        load_suite(path)
+    for text, message in [
+        ('{"id": "a", "category": "x", "prompt": "p"}\n\n{"id": "a", "category": "y", "prompt": "q"}\n',
+         "s.jsonl:3: duplicate prompt id 'a'"),
+        ('{"id": "a", "prompt": "p"}\n', "s.jsonl:1: missing field"),
+        ('{"id": 1, "category": "x", "prompt": "p"}\n{"id": "1", "category": "x", "prompt": "q"}\n',
+         "s.jsonl:2: duplicate prompt id '1'"),
+        ('{"id": "a", "category": "x", "prompt": "p"}\n{"id": "b", "category": "x", "prompt": "  "}\n',
+         "s.jsonl:2: prompt 'b' must be non-blank text")]:
+        path.write_text(text)
+        with pytest.raises(ValueError, match=message):
+            load_suite(path)
 
 
 def test_jsonl_lines_end_at_newlines_only(tmp_path):

@@ -235,7 +235,8 @@ def test_a_run_checks_its_options_before_any_model_loads_and_honours_k(tmp_path)
                              ({"k": [2, 4]}, "--k: a Spec-Bench run takes one value"),
                              ({"k": [0]}, "k must be an integer in"),
                              ({"temperatures": [0.0, 0.7]}, "--temperatures: a Spec-Bench run takes one value"),
-                             ({"k": [100]}, r"k must be an integer in \[1, 16\]"),
+                             ({"k": [100]}, r"--k: k must be an integer in \[1, 16\]"),
+                             ({"temperatures": [-1.0]}, "--temperatures: temperature must be"),
                              ({"max_new_tokens": 0}, "--max-new-tokens must be an integer >= 1, got 0"),
                              ({"repeats": 0}, "--repeats must be an integer >= 1, got 0"),
                              ({"repeats": -2}, "--repeats must be an integer >= 1, got -2"),
@@ -313,7 +314,9 @@ def test_a_run_refuses_a_turn_too_long_before_timing_and_saves_each_question(tmp
     results = spec_bench_run.run(short, spec_bench_run.chosen_questions(short), pair, lambda message: None,
                                  save=saved.append)
     assert [len(s["answers"]) for s in saved] == [2, 4] and saved[-1]["answers"] == results["answers"]
-    assert [s["meta"]["questions"] for s in saved] == [1, 2]
+    assert [s["meta"]["questions"] for s in saved] == [1, 2] and saved[0]["meta"]["planned"] == 2
+    assert "a partial run: 1 of 2 questions" in spec_bench_run.caption(saved[0]["meta"])
+    assert "planned" not in results["meta"] and "partial" not in spec_bench_run.caption(results["meta"])
     assert results["meta"]["top_p"] == 0.9 and "temperature 0.7, top-p 0.9;" in spec_bench_run.caption(results["meta"])
 
 
@@ -322,6 +325,39 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_a_model_loads(t
     suite.write_text(json.dumps({"question_id": 1, "category": "qa", "turns": ["?"]}) + "\n")
     (tmp_path / "a_file").write_text("")
     for extra, message in ((["--out", str(tmp_path / "a_file" / "out")], "cannot make the folder"),
-                           (["--report", str(tmp_path)], "a folder; give a Markdown file's path")):
+                           (["--out", str(tmp_path / "out"), "--report", str(tmp_path)],
+                            "a folder; give a Markdown file's path")):
         with pytest.raises(SystemExit, match=message):
             command.main(["--suite", str(suite), "--target", str(tmp_path / "no_model"), *extra])
+
+
+def test_a_run_stopped_halfway_keeps_its_questions_beside_the_last_complete_results(tmp_path, monkeypatch):
+    """Each finished question goes to spec_bench.partial.json; spec_bench.json, an earlier complete
+    run's, is replaced only by a run that finishes, which also removes the partial file."""
+    suite, out = tmp_path / "sb.jsonl", tmp_path / "out"
+    suite.write_text("".join(json.dumps({"question_id": i, "category": "qa", "turns": ["w5 w9 w14"]}) + "\n"
+                             for i in (1, 2)))
+    out.mkdir()
+    (out / "spec_bench.json").write_text('{"earlier": "complete"}')
+    args = SimpleNamespace(suite=str(suite), per_category=None, sample_seed=0, prompts=None, temperatures=None,
+                           max_new_tokens=4, drafters=("prompt-lookup",), repeats=1, k=[2], policies=None,
+                           out=str(out), report=None, report_only=False)
+    pair = Pair(loaded(tiny_model("llama", seed=7), word_tokenizer(96)))
+    real, answered = spec_bench_run.answer_question, []
+
+    def stops_at_the_second(pair, question, *rest):
+        if answered:
+            raise ValueError("stopped")
+        answered.append(question.id)
+        return real(pair, question, *rest)
+
+    monkeypatch.setattr(spec_bench_run, "answer_question", stops_at_the_second)
+    with pytest.raises(ValueError, match=r"question 2: stopped \(1 questions before it saved\)"):
+        spec_bench_run.main(args, lambda: pair, log=lambda message: None)
+    assert json.loads((out / "spec_bench.json").read_text()) == {"earlier": "complete"}
+    partial = json.loads((out / "spec_bench.partial.json").read_text())
+    assert partial["meta"]["questions"] == 1 and partial["meta"]["planned"] == 2 and len(partial["answers"]) == 2
+    monkeypatch.setattr(spec_bench_run, "answer_question", real)
+    spec_bench_run.main(args, lambda: pair, log=lambda message: None)
+    assert json.loads((out / "spec_bench.json").read_text())["meta"]["questions"] == 2
+    assert not (out / "spec_bench.partial.json").exists()

@@ -144,11 +144,9 @@ def test_repeats_report_the_median_and_say_so():
 
 
 def test_a_fixed_k_settles_on_k_though_the_budget_cuts_its_last_round():
-    """A draft that is the target keeps every token, so a fixed k = 4 over 12 tokens drafts 4, 4 and
-    then the 1 the budget leaves: the run settled on k = 4, drafted every round it could, and its
-    analytic acceptance (the softmax summed in fp32) reads 1, not a hair above."""
-    import torch
-
+    """A draft that is the target keeps every token, so a fixed k = 4 over 11 tokens drafts 4, 4 and
+    then nothing: one token was left, which no policy can draft for. The run settled on k = 4 and
+    drafted every round it had room to; over 12 tokens the last round drafts the 1 the budget leaves."""
     from helpers import tiny_model
     from specdec.engine.config import Sampling, Speculation
     from specdec.engine.decoding import speculative_decode, standard_decode
@@ -156,10 +154,24 @@ def test_a_fixed_k_settles_on_k_though_the_budget_cuts_its_last_round():
     from specdec.engine.kvcache import CachedModel
 
     target, prompt = tiny_model("llama", seed=7), [5, 9, 14, 5, 9]
-    standard = list(standard_decode(CachedModel(target), prompt, Sampling(), 12))
-    rounds = list(speculative_decode(CachedModel(target), make_drafter("draft-model", target, 96), prompt,
-                                     Speculation(k=4), Sampling(), 12))
-    assert [r.k for r in rounds] == [4, 4, 1] and [r.budget_cut for r in rounds] == [False, False, True]
-    s = summarize(standard, rounds, k=4)
-    assert s.identical and s.k_settled == 4 and s.rounds_without_draft == 0 and "settled on k=4, 0 of 3 rounds plain" in str(s.verdict)
-    assert 0.999 < s.alpha_analytic <= 1.0 and torch.isfinite(torch.tensor(s.alpha_analytic))
+    for new_tokens, ks in ((11, [4, 4, 0]), (12, [4, 4, 1])):
+        standard = list(standard_decode(CachedModel(target), prompt, Sampling(), new_tokens))
+        rounds = list(speculative_decode(CachedModel(target), make_drafter("draft-model", target, 96), prompt,
+                                         Speculation(k=4), Sampling(), new_tokens))
+        assert [r.k for r in rounds] == ks and [r.budget_cut for r in rounds] == [False, False, True]
+        s = summarize(standard, rounds, k=4)
+        assert s.identical and s.k_settled == 4 and s.rounds_without_draft == 0
+        assert "settled on k=4, 0 of 3 rounds plain" in str(s.verdict)
+    # A round the budget cut to k = 2 that still drafted nothing (no match) had room: it counts.
+    cut = RoundEvent(2, 2, (), 0, (7,), ("plain",), 0.0, 0.1, (), True, budget_cut=True)
+    assert summarize(standard[:1], [cut], k=4).rounds_without_draft == 1
+
+
+def test_analytic_acceptance_is_a_probability():
+    """sum_x min(p, q) over two equal distributions is 1; fp32 rounding must not report more."""
+    import torch
+
+    from specdec.engine.verify import acceptance
+
+    p = torch.full((1, 3), 0.3334)  # sums to 1.0002
+    assert acceptance(p, p.clone()).item() == 1.0
