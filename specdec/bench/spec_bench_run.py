@@ -237,13 +237,7 @@ def run(args, questions: list[spec_bench.Question], pair: Pair, log, save=None) 
     base = run_settings.base
     lanes = chosen_lanes(args, pair, base.spec.k)
     check_context(pair, questions, base)
-    first = replace(base, prompt=questions[0].turns[0])
-    for method in lanes:  # one-time costs (kernels, the verify-cost table) off the clock
-        if not method.peer:
-            try:  # (auto's warm-up checks the context with its own, deeper k_max)
-                pair.warm_up(request_for(method, pair, first))
-            except ValueError as error:
-                raise ValueError(f"question {questions[0].id}, turn 1 ({method.label}): {error}") from None
+    warm_up(pair, lanes, replace(base, prompt=questions[0].turns[0]), questions[0].id)
     log(f"the cost policy's saved costs ({pair.costs_file}): {pair.costs_status}")
     answers, tables = [], {}  # each lane's recycling table, warming over the run (answer_question)
     for number, question in enumerate(questions, 1):
@@ -256,6 +250,21 @@ def run(args, questions: list[spec_bench.Question], pair: Pair, log, save=None) 
         if save:
             save({"meta": meta(args, pair, questions[:number], run_settings, len(questions)), "answers": list(answers)})
     return {"meta": meta(args, pair, questions, run_settings), "answers": answers}
+
+
+def warm_up(pair: Pair, lanes: list[Method], first: Request, question_id: str) -> None:
+    """Every lane briefly on the first turn, off the clock: one-time costs (kernels, the verify-cost
+    table, transformers' first assisted call) land here, not in the first timed answer. Our lanes
+    learn nothing from it about this answer (Pair.warm_up); transformers' peer keeps no state."""
+    short = replace(first, max_new_tokens=min(4, first.max_new_tokens))
+    for method in lanes:
+        try:  # (auto's warm-up checks the context with its own, deeper k_max)
+            if method.peer:
+                _peer_turn(pair, short, pair.prompt_ids(short), Clock(pair.target.device))
+            else:
+                pair.warm_up(request_for(method, pair, first))
+        except ValueError as error:
+            raise ValueError(f"question {question_id}, turn 1 ({method.label}): {error}") from None
 
 
 def chosen_lanes(args, pair: Pair, k: int) -> list[Method]:

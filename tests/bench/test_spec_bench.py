@@ -361,3 +361,19 @@ def test_a_run_stopped_halfway_keeps_its_questions_beside_the_last_complete_resu
     spec_bench_run.main(args, lambda: pair, log=lambda message: None)
     assert json.loads((out / "spec_bench.json").read_text())["meta"]["questions"] == 2
     assert not (out / "spec_bench.partial.json").exists()
+
+
+def test_every_lane_is_warmed_up_off_the_clock_transformers_too(monkeypatch):
+    """transformers' first assisted call in a process pays its one-time costs; like our lanes it
+    runs briefly on the first turn before anything is timed, so question 1 does not carry them."""
+    tokenizer = word_tokenizer(96)
+    target = tiny_model("llama", seed=7)
+    pair = Pair(loaded(target, tokenizer), loaded(perturbed(target, 0.03), tokenizer, "draft"))
+    peer_calls, real = [], spec_bench_run._peer_turn
+    monkeypatch.setattr(spec_bench_run, "_peer_turn",
+                        lambda pair, request, *rest: peer_calls.append(request.max_new_tokens) or real(pair, request, *rest))
+    args = SimpleNamespace(suite=None, per_category=None, sample_seed=0, prompts=None, temperatures=None,
+                           max_new_tokens=6, drafters=("transformers",), repeats=1, k=None, policies=None)
+    question = spec_bench.Question("q1", "qa", ("w5 w9 w14 w5 w9",))
+    spec_bench_run.run(args, [question], pair, log=lambda message: None)
+    assert peer_calls == [4, 6]  # the warm-up's 4 tokens, then the timed turn
