@@ -440,7 +440,9 @@ def replay(server: Server, trace):
             pieces = lane_pieces(steps, name, count)
             seconds = own[count - 1].at if count else 0.0
             tokens = sum(1 for _ in pieces)
-            lanes.append(render.lane_html(name, title + label, pieces, tokens, seconds, count == len(own)))
+            finished = count == len(own) and bool(own) and own[-1].finished  # (a stopped run's lane never did)
+            stopped = "stopped" if count == len(own) and not finished else None
+            lanes.append(render.lane_html(name, title + label, pieces, tokens, seconds, finished, state=stopped))
         yield tuple(lanes)
 
 
@@ -646,7 +648,8 @@ def _number_field(name: str, limits: Limits, label: str, note: str = "", step: f
     declared = fields.FIELD[name]
     low, high = declared.bounds(limits)
     value = min(max(declared.value, low), high)
-    info = f"{declared.help}; {'above' if declared.low_open else 'from'} {low:g} to {high:g}"
+    bound = (lambda x: f"{x:d}") if declared.integer else (lambda x: f"{x:g}")  # (:g rounds 2**31 - 1)
+    info = f"{declared.help}; {'above' if declared.low_open else 'from'} {bound(low)} to {bound(high)}"
     info += f"; {note}" if note else ""
     return gr.Number(value, label=label, info=info, precision=0 if declared.integer else None, step=step, **kwargs)
 

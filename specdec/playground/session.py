@@ -54,6 +54,7 @@ class Step:
     lane: str
     at: float
     pieces: tuple[tuple[str, str], ...]
+    finished: bool = False  # the lane's last step: a replay of a stopped run says stopped, not done
 
 
 class Race:
@@ -114,7 +115,7 @@ class Race:
         lane.pieces += pieces
         lane.seconds += seconds
         lane.finished = finished
-        self.steps.append(Step(name, lane.seconds, tuple(pieces)))
+        self.steps.append(Step(name, lane.seconds, tuple(pieces), finished))
 
     def stats(self) -> RunStats:
         """The race's statistics so far; a finished greedy race's lanes compared token for token."""

@@ -130,3 +130,25 @@ def test_a_long_race_is_replayed_faster_keeping_the_relative_pace():
     trace = steps((STANDARD, 30.0), (SPECULATIVE, 60.0))
     frames = list(replay_frames(trace, fps=10, max_seconds=6))
     assert [f[0] for f in frames] == pytest.approx([3.0, 6.0])
+
+
+def test_a_replay_says_how_each_lane_ended():
+    """Replaying a finished run ends on "done"; replaying one that was stopped (its lanes' last steps
+    never finished them) ends on "stopped", as the lanes said when it stopped."""
+    from types import SimpleNamespace
+
+    import app
+
+    server = SimpleNamespace(replay_max_seconds=10)
+    finished = [Step(STANDARD, 0.1, (("a", ""),), True), Step(SPECULATIVE, 0.2, (("b", ""),), True)]
+    stopped = [Step(STANDARD, 0.1, (("a", ""),)), Step(SPECULATIVE, 0.2, (("b", ""),))]
+    for trace, state, flag in ((finished, " done</span>", "true"), (stopped, " stopped</span>", "false")):
+        *_, last = app.replay(server, {"steps": trace, "titles": ("Standard", "Speculative")})
+        assert all(state in lane and f'data-finished="{flag}"' in lane for lane in last), last
+
+
+def test_an_integer_fields_range_is_written_out_whole():
+    """The seed's help names its maximum as 2147483647, not 2.14748e+09."""
+    import app
+
+    assert app._number_field("seed", TEST_LIMITS, "Seed").info.endswith("from 0 to 2147483647")
