@@ -5,6 +5,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .engine.config import Sampling, Speculation, TreeShape
@@ -201,13 +202,17 @@ def search_layers(args) -> None:
     from .bench.grid import load_suite, select_prompts, Plan, Setup
     from .bench.command import find_suite
     from .engine import layer_search
+    from .engine.drafters.layers import decoder_layers
     from .engine.pair import Pair, Request
     from .models.loading import load_model
 
+    check_search_options(args)
+    suite = load_suite(find_suite(args.suite))
     target = load_model(args.target, args.device, args.dtype, args.trust_remote_code,
                         log=lambda message: print(message, file=sys.stderr))
+    if not 1 <= args.min_layers < (layers := len(decoder_layers(target.model))):
+        raise ValueError(f"--min-layers must be in [1, {layers - 1}]: fewer than the model's {layers} layers")
     pair = Pair(target)
-    suite = load_suite(find_suite(args.suite))
     prompts = select_prompts(Plan(Setup("search", args.target), per_category=args.per_category), suite)
     ids = [pair.prompt_ids(Request(p.text, args.max_new_tokens)) for p in prompts]
     continuations = [[e.token for e in pair.standard(Request(p.text, args.max_new_tokens))] for p in prompts]
@@ -224,6 +229,19 @@ def search_layers(args) -> None:
     speedup, k = chosen.speedup(args.verify_steps)
     print(f"best: {list(chosen.layers)} ({chosen.how}), alpha {chosen.alpha:.3f}, predicted {speedup:.2f}x at k={k}; "
           f"saved to {args.out}")
+
+
+def check_search_options(args) -> None:
+    """search-layers' counts and its output folder, before a model loads (a search takes minutes)."""
+    for name, value in (("--per-category", args.per_category), ("--max-new-tokens", args.max_new_tokens),
+                        ("--min-layers", args.min_layers)):
+        if value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value}")
+    if not args.verify_steps > 0:
+        raise ValueError(f"--verify-steps must be above 0 (a verify pass's cost in decode steps), got {args.verify_steps}")
+    out = Path(args.out).absolute()
+    if not out.parent.is_dir():
+        raise ValueError(f"--out {args.out}: no folder {out.parent}")
 
 
 def divergence_note(d: Divergence | None) -> str:

@@ -83,3 +83,24 @@ def test_a_run_reports_how_sure_it_is_of_its_speedup(folders, capsys):
     printed = re.search(r"90% interval of the speedup ([\d.]+)-([\d.]+)x", text)
     assert printed, text
     assert ("holds 1.0" in text) == (float(printed[1]) <= 1.0 <= float(printed[2]))
+
+
+def test_search_layers_checks_its_options_before_a_model_loads(tmp_path):
+    """A search takes minutes: counts below 1, a verify cost of 0 or less, and an --out whose folder
+    is missing are refused by name first (the folder one used to fail after the whole search)."""
+    from specdec.cli import main
+
+    base = ["search-layers", "--target", str(tmp_path / "no-such-model"), "--out", str(tmp_path / "l.json")]
+    for extra, message in [(["--per-category", "0"], "--per-category must be an integer >= 1, got 0"),
+                           (["--min-layers", "0"], "--min-layers must be an integer >= 1, got 0"),
+                           (["--verify-steps", "-1"], "--verify-steps must be above 0"),
+                           (["--out", str(tmp_path / "none" / "l.json")], "--out .*: no folder")]:
+        with pytest.raises(SystemExit, match=message):
+            main(base + extra)
+
+
+def test_a_long_layer_list_is_shown_briefly_and_bracketed_once():
+    from specdec.engine.drafters.layers import check_layers
+
+    with pytest.raises(ValueError, match=r"got \[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, \.\.\. \(27 entries\)\]$"):
+        check_layers(list(range(27)), 24)

@@ -160,11 +160,47 @@ def load_setup(setup: Setup, plans: list[Plan], args, log) -> Models:
     return Models(Pair(target, draft), target, draft, layers_from(setup.draft_layers, target.model))
 
 
+def check_grid(plans: list[Plan], groups, args) -> None:
+    """A grid with nothing to run says why (a drafter that needs --draft, a prompt filter that
+    matched nothing), and a --notes file is found, before any model loads."""
+    if not any(group.cells for group in groups):
+        skipped = sorted({d for plan in plans for d in runnable_drafters(plan)[1]})
+        why = f"{', '.join(skipped)} need(s) a draft model (--draft)" if skipped else "no prompt was selected"
+        raise ValueError(f"the grid has no cells to run: {why}")
+    if args.notes and not Path(args.notes).is_file():
+        raise ValueError(f"--notes {args.notes}: no such file")
+
+
+# What a setup's results were measured on: a rerun that finds cells of the same setup name measured
+# on other models, kernels or layers would otherwise count them as its own (cells are keyed by name).
+MEASURED_ON = ("target", "draft", "draft_quantize", "draft_layers", "dtype", "engine", "device")
+
+
+def check_measured_on(results: dict, setup: Setup, entry: dict) -> None:
+    """Refuse a setup whose finished cells (of its name) were measured on anything entry says
+    otherwise; entry: what this run knows of its setup (before loading: what the options name)."""
+    before = next((s for s in results["meta"]["setups"] if s["name"] == setup.name), None)
+    finished = any(c["key"].startswith(f"{setup.name}|") and c["repeats"] for c in results["cells"])
+    changed = [f for f in MEASURED_ON if before and f in before and f in entry and before[f] != entry[f]]
+    if finished and changed:
+        raise ValueError(f"the results hold {setup.name} measured with " + ", ".join(
+            f"{f} {before[f]!r}" for f in changed) + " and this run has " + ", ".join(
+            f"{f} {entry[f]!r}" for f in changed) + ": rerun with --fresh, another --out, or --name")
+
+
+def named_setups(plans: list[Plan], args) -> dict[str, tuple[Setup, dict]]:
+    """Each setup with what the options say it runs on, before anything loads (its models, and the
+    engine where one is named; a dtype has aliases, and is checked once the models load)."""
+    given = {"engine": args.engine} if args.engine else {}
+    return {s.name: (s, {**dataclasses.asdict(s), **given}) for s in setups_of(plans)}
+
+
 def record_setup(results: dict, setup: Setup, models: Models, plans: list[Plan]) -> None:
     skipped = sorted({d for plan in plans if plan.setup == setup for d in runnable_drafters(plan)[1]})
     entry = {**dataclasses.asdict(setup), "dtype": str(models.target.dtype).replace("torch.", ""),
              "engine": models.target.engine,
              "device": str(models.target.device), "skipped_drafters": skipped}
+    check_measured_on(results, setup, entry)
     results["meta"]["setups"] = [s for s in results["meta"]["setups"] if s["name"] != setup.name] + [entry]
 
 
@@ -189,10 +225,10 @@ def run(plans: list[Plan], suite, results: dict, results_path: Path, args, log) 
             continue
         try:  # (a model that cannot load: the cells finished before it are saved as they finish)
             models = load_setup(setup, plans, args, lambda m: bar.write(m))
+            record_setup(results, setup, models, plans)
         except USER_ERRORS as error:
             bar.close()
             raise SystemExit(f"error: {setup.name}: {error}") from error
-        record_setup(results, setup, models, plans)
         for group in groups:
             bar.set_description(f"{setup.name} {group.prompt.id} T={group.temperature:g}")
             # What earlier prompts taught the pair (the cost policy's evidence, token recycling's
@@ -307,7 +343,9 @@ def main(argv: list[str] | None = None) -> None:
         try:
             suite = load_suite(find_suite(args.suite))
             plans = make_plans(args, suite)
-            expand(plans, suite)  # validate the grid before loading anything
+            check_grid(plans, expand(plans, suite), args)  # before loading anything
+            for setup, entry in named_setups(plans, args).values():
+                check_measured_on(results, setup, entry)
         except ValueError as error:
             raise SystemExit(f"error: {error}") from error
         meta = results["meta"]

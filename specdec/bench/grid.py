@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import jsonl
+from ..engine.config import Sampling, Speculation
 from ..engine.drafters import DRAFTERS, needs_draft_model
 from ..engine.policy import POLICIES
 
@@ -73,6 +74,13 @@ class Plan:
             raise ValueError(f"unknown policy(ies) {sorted(unknown)}; choose from {list(POLICIES)}")
         if self.repeats < 1 or self.max_new_tokens < 1:
             raise ValueError("repeats and max_new_tokens must be >= 1")
+        for k in self.ks:  # each k and temperature refused by its own message before anything loads
+            Speculation(k=k)
+        for temperature in self.temperatures:
+            Sampling(temperature=temperature)
+        if self.drafters is not None and AUTO in self.drafters and "cost" not in self.policies:
+            raise ValueError("auto runs the cost policy whatever --policies says: add cost to --policies, "
+                             "or drop auto from --drafters")
 
 
 @dataclass(frozen=True)
@@ -174,7 +182,8 @@ def expand(plans: list[Plan], suite: list[Prompt]) -> list[Group]:
                 group["repeats"] = max(group["repeats"], plan.repeats)
                 for drafter in drafters:
                     for k in plan.ks:
-                        for policy in plan.policies:
+                        # (auto is Pair.auto's setup, the cost policy: its cells under another are not auto's)
+                        for policy in plan.policies if drafter != AUTO else ("cost",):
                             cell = Cell(plan.setup.name, prompt.id, prompt.category, float(temperature),
                                         plan.max_new_tokens, drafter, k, policy)
                             group["cells"].setdefault(cell.key, cell)

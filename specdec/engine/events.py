@@ -125,6 +125,8 @@ class RoundEvent:
     round: int
     k: int  # how many tokens were asked of the drafter
     drafted: tuple[int, ...]  # what it proposed (prompt lookup may propose fewer than k)
+    # how many drafted tokens verification accepted: the draft's record, which acceptance statistics
+    # count, even where an EOS among them or the budget cut tokens short (then accepted > len(tokens))
     accepted: int
     tokens: tuple[int, ...]
     fates: tuple[str, ...]

@@ -348,3 +348,39 @@ def test_the_machine_names_its_vector_extension(monkeypatch):
     assert meters.machine()["cpu"] == "AMD EPYC (AVX2)"
     monkeypatch.setattr(meters, "_read", cpuinfo("neon"))
     assert meters.machine()["cpu"] == "AMD EPYC"
+
+
+def test_a_grid_is_checked_before_any_model_loads(folders, tmp_path):
+    """A k or temperature out of range, auto under a policy other than its own, a grid with no cell
+    to run, or a --notes file that is not there: each refused by name before loading, not after the
+    grid has run (or, for auto, run under a label it did not run under)."""
+    base = ["--target", str(folders / "no-such-model"), "--suite", str(folders / "suite.jsonl"),
+            "--out", str(tmp_path / "out"), "--no-png", "--max-new-tokens", "4", "--repeats", "1"]
+    for extra, message in [(["--k", "0"], r"k must be an integer in \[1, 16\], got 0"),
+                           (["--temperatures", "-1"], "temperature must be"),
+                           (["--drafters", "auto", "--policies", "fixed"], "auto runs the cost policy"),
+                           (["--drafters", "draft-model"], r"no cells to run: draft-model need\(s\) a draft model \(--draft\)"),
+                           (["--drafters", "prompt-lookup", "--notes", str(tmp_path / "none.md")],
+                            "--notes .*none.md: no such file")]:
+        with pytest.raises(SystemExit, match=message):
+            bench.main(base + extra)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_rerun_on_other_models_does_not_take_the_cells_it_finds(first_run, folders):
+    """Cells are keyed by setup name: a rerun into the same folder with an int8 draft (or on other
+    kernels, or other layers) would have counted the fp32 draft's cells as its own. It is refused,
+    naming what differs."""
+    out, _ = first_run
+    with pytest.raises(SystemExit, match="tiny measured with draft_quantize None and this run has draft_quantize 'int8'"):
+        run_bench(folders, out, "--draft-quantize", "int8")
+
+
+def test_a_rerun_that_names_other_kernels_is_refused_before_loading(first_run, folders):
+    """Every cell finished, a rerun loads nothing: asking for the eager engine where the results
+    were measured on another is refused from the options alone."""
+    out, results = first_run
+    engine = results["meta"]["setups"][0]["engine"]
+    other = "fast" if engine == "eager" else "eager"
+    with pytest.raises(SystemExit, match=f"engine '{engine}' and this run has engine '{other}'"):
+        run_bench(folders, out, "--engine", other)

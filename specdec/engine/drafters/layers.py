@@ -80,7 +80,8 @@ def check_layers(layers: Sequence[int], n_layers: int) -> tuple[int, ...]:
 
 
 def _brief(layers: tuple) -> str:
-    return str(list(layers)) if len(layers) <= 12 else f"{list(layers[:12])[:-1]}, ... ({len(layers)} entries)]"
+    shown = ", ".join(map(repr, layers[:12]))
+    return f"[{shown}]" if len(layers) <= 12 else f"[{shown}, ... ({len(layers)} entries)]"
 
 
 def first_layers(n_layers: int) -> tuple[int, ...]:
