@@ -210,7 +210,8 @@ def search_layers(args) -> None:
     suite = load_suite(find_suite(args.suite))
     target = load_model(args.target, args.device, args.dtype, args.trust_remote_code,
                         log=lambda message: print(message, file=sys.stderr))
-    if not 1 <= args.min_layers < (layers := len(decoder_layers(target.model))):
+    layers = len(decoder_layers(target.model) or ())  # (none found: the search names the model it cannot read)
+    if layers and args.min_layers >= layers:
         raise ValueError(f"--min-layers must be in [1, {layers - 1}]: fewer than the model's {layers} layers")
     pair = Pair(target)
     prompts = select_prompts(Plan(Setup("search", args.target), per_category=args.per_category), suite)

@@ -184,17 +184,23 @@ class Settings:
 def settings(args) -> Settings:
     """The run's settings from its options; a value out of range is refused by the option's name."""
     temperature = args.temperatures[0] if args.temperatures else 0.0
-    try:
-        sampling = Sampling() if temperature == 0 else Sampling(temperature=temperature, top_p=SAMPLED_TOP_P)
-        spec = Speculation(k=args.k[0] if args.k else DEFAULT_K)  # k in [1, 16], as generate takes it
-    except ValueError as error:
-        raise ValueError(f"--{'k' if 'k must' in str(error) else 'temperatures'}: {error}") from None
+    sampling = _by_option("--temperatures", lambda: Sampling(temperature=temperature, top_p=SAMPLED_TOP_P)
+                          if temperature else Sampling())
+    spec = _by_option("--k", lambda: Speculation(k=args.k[0] if args.k else DEFAULT_K))  # k in [1, 16], as generate
     new_tokens = DEFAULT_NEW_TOKENS if args.max_new_tokens is None else args.max_new_tokens
     repeats = 1 if args.repeats is None else args.repeats
     for name, value in (("--max-new-tokens", new_tokens), ("--repeats", repeats), ("--per-category", args.per_category)):
         if value is not None and not (isinstance(value, int) and value >= 1):
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     return Settings(Request("", new_tokens, sampling, spec), repeats)
+
+
+def _by_option(option: str, make):
+    """make(), its ValueError prefixed with the option whose value it checked."""
+    try:
+        return make()
+    except ValueError as error:
+        raise ValueError(f"{option}: {error}") from None
 
 
 def check_options(args) -> None:
