@@ -46,10 +46,13 @@ class Comparison:
         return undecided(self.interval)
 
     def to_json(self) -> dict:
-        """{"standard", "speculative" (with its "rounds"), "stats", "speedup_interval"}: the CLI's --json shape."""
+        """{"standard", "speculative" (with its "rounds"), "stats", "speedup_interval", "undecided"}: the
+        CLI's --json shape. undecided: the interval holds 1.0, so the verdict's "paid" or "did not
+        pay" is this run's point estimate, not something it can tell (the text output says so too)."""
         return {"standard": self.standard.to_json(),
                 "speculative": {**self.speculative.to_json(), "rounds": [asdict(r) for r in self.rounds]},
-                "stats": self.stats.to_json(), "speedup_interval": list(self.interval) if self.interval else None}
+                "stats": self.stats.to_json(), "speedup_interval": list(self.interval) if self.interval else None,
+                "undecided": self.undecided}
 
 
 def run_comparison(pair: Pair, request: Request, warm_up: bool = True) -> Comparison:

@@ -77,6 +77,7 @@ def test_a_run_reports_how_sure_it_is_of_its_speedup(folders, capsys):
     result = run(capsys, "--target", folders["target"], "--drafter", "prompt-lookup")
     low, high = result["speedup_interval"]
     assert low <= result["stats"]["speedup"] <= high and low < high
+    assert result["undecided"] == (low <= 1.0 <= high)  # the JSON says what the text says of it
     cli.main(["generate", "--prompt", "abc abc abc abc", "--max-new-tokens", "12", "--no-warmup", "--engine", "eager",
               "--target", folders["target"], "--drafter", "prompt-lookup"])
     text = capsys.readouterr().out  # another run: its own interval, which the text must read right
