@@ -82,10 +82,10 @@ def test_cli_generate_json():
         capture_output=True, text=True, timeout=300, check=True,
     )
     result = json.loads(out.stdout)
-    assert set(result) == {"standard", "speculative", "stats", "speedup_interval", "serving", "engine", "verify_costs",
-                           "follow_ups"}
+    assert set(result) == {"standard", "speculative", "stats", "speedup_interval", "undecided", "serving", "engine",
+                           "verify_costs", "follow_ups"}
     low, high = result["speedup_interval"]
-    assert low <= result["stats"]["speedup"] <= high
+    assert low <= result["stats"]["speedup"] <= high and result["undecided"] == (low <= 1.0 <= high)
     assert result["engine"]["target"] in ("fast", "eager") and result["verify_costs"]["widths"][:3] == [1, 2, 3]
     (second,) = result["follow_ups"]  # asked after the standard lane's first answer, by both lanes
     assert second["stats"]["identical"] is True and second["standard"]["token_ids"]
