@@ -119,6 +119,8 @@ def flag_ab(owner: type, attribute: str, lanes: dict[str, object]) -> None:
     as SAMPLED (seed 0; the lanes' texts part where their drafts consume the sampler differently);
     --costs PATH: every lane starts from the costs saved at PATH (a copy is written to: PATH is
     left as it was), as a bench run on a machine with saved costs does."""
+    if not hasattr(owner, attribute):  # a flag of a change since reverted: every lane would run the same code
+        raise SystemExit(f"{owner.__name__}.{attribute} does not exist at this commit (see the script's docstring)")
     pair = smollm2_pair() if "--smollm2" in sys.argv else qwen_pair()
     if "--costs" in sys.argv:
         copy = Path(tempfile.mkdtemp()) / "costs.json"

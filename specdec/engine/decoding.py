@@ -144,7 +144,6 @@ def speculative_decode(
                                                                 draft.origins, draft.nested, draft.chain),
             confidences=draft.confidences,
             budget_cut=k_round < choice.k,
-            tree_roots=draft.tree_roots,
         )
         # 6. Report the round, and let the policy learn from it (and from what the free sources would
         #    have drafted, judged against its tokens) for the next. A round that goes on has all of its

@@ -145,10 +145,6 @@ class RoundEvent:
     # k was cut below the policy's choice because the answer had room for fewer tokens (its last
     # rounds): what the policy chose is not what this round shows
     budget_cut: bool = False
-    # A model chain's round: (the draft tree of its model, the tokens that tree would have put at
-    # depth 1), so the cost policy judges the tree's first position against this round's first token
-    # (Draft.tree_roots, CostModel.observe_tree_roots); None otherwise.
-    tree_roots: tuple[str, tuple[int, ...]] | None = None
 
     @property
     def seconds(self) -> float:

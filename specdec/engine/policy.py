@@ -29,9 +29,8 @@ each smaller one would have accepted (events.TreeRound.first: exactly, greedy; i
 sampled), so it is evidence for every smaller budget too (CostModel.observe_smaller_trees): the
 sizes of one drafter share one arm's exploration (each still measures its own draft cost once).
 Likewise a greedy draft tree's likeliest path is the draft's greedy chain (events.TreeRound.as_chain),
-so a round of the tree is a round of the draft-model chain too (CostModel.observe_chain), and a round
-of the chain tests the tree's first position (its root children are the draft's likeliest tokens there:
-CostModel.observe_tree_roots): the two model sources need not take turns to stay measured.
+so a round of the tree is a round of the draft-model chain too (CostModel.observe_chain): the two
+model sources need not take turns to stay measured.
 
 Free sources are measured every round. Prompt lookup, lookup-tree and token recycling draft
 deterministically with no model pass, so each round the decoding loop asks them what they would have
@@ -310,7 +309,6 @@ class CostModel:
     OFFERED_DEPTH = True  # a tree or lookup tested as deep as asked (asked_depth)
     YIELD_CHECKED = True  # a free source's alpha_1 scaled by what its own rounds kept (observe_yield)
     YIELD_CHECKED_TREES = True  # a model tree's too (observe_yield)
-    TREE_ROOTS = True  # a model chain's round tests its tree's first position (observe_tree_roots)
 
     def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
@@ -424,8 +422,6 @@ class CostModel:
                 self.observe_smaller_trees(round.tree, Source(source), round.k)
             if round.tree is not None and round.tree.chain is not None:
                 self.observe_chain(round.tree)
-            if round.tree_roots is not None and self.TREE_ROOTS:
-                self.observe_tree_roots(*round.tree_roots, round.tokens[0])
         if free:
             self.observe_free(free, round.tokens)
         if round.k == 0:  # a plain round: time passes for every source's evidence (a free one's
@@ -547,30 +543,6 @@ class CostModel:
             costs.observe(depth, accepted, None)
             costs.observe_confidences(confidences, accepted, alpha_1)
             self.observed.add(tree.chain)
-
-    def observe_tree_roots(self, tree: str, roots: Sequence[int], first: int) -> None:
-        """A model chain's round is also a test of its model's draft tree at the first position:
-        whether the tree's root children (Draft.tree_roots: the draft's likeliest tokens at depth 1,
-        read off the chain's own first distribution) hold the round's first committed token.
-
-        Why that is the tree's verdict at depth 1. Greedy: the first committed token is the target's
-        argmax there, and a greedy tree round keeps its first node exactly when a root child is that
-        token. Sampled: a tree of one-hot drafts keeps a root child exactly when the target's draw
-        y ~ p at depth 1 is one of them (events.TreeRound.first), and the chain round's first token
-        is itself an exact draw from p (verify.py), whatever the chain drafted; the root children are
-        fixed by the draft's distribution before the target draws, so the verdict has the tree's own
-        round's distribution. (Less a root child the tree would prune: DraftTreeDrafter.root_children.)
-
-        Position 1 only, for observe_free's reason: deeper positions would be judged only where the
-        chain's own path held, text the draft reads well. Without this the tree's alpha_1 was what
-        the text before showed, or one measuring round: on the Qwen pair the 16-node draft tree sat
-        at 0.67 behind one observation through whole answers, and each draw from so thin a posterior
-        could hand it a round on a translation answer where the draft's top 4 held the target's
-        token at 0.59 of positions (a 16-node round, 1 token kept; docs/spec-bench/notes.md)."""
-        if tree in self.observed:
-            return
-        self.source(tree).observe_first(first in roots)
-        self.observed.add(tree)
 
     def observe_free(self, drafts: Mapping[str, "Draft"], committed: Sequence[int]) -> None:
         """What free sources (drafters.base.DrafterBase) would have drafted this round, judged against

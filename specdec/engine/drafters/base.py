@@ -42,10 +42,6 @@ class Draft:
     # The chain source whose draft is this tree's likeliest path: a greedy draft tree of the chain's
     # own model (events.TreeRound.as_chain), so a round of the tree is also evidence for the chain.
     chain: str | None = None
-    # A model chain's stand-in for the tree drafter of its model: (that tree's source, the tokens its
-    # tree would put at depth 1 here, drawn from this chain's own first distribution), so the round
-    # judges the tree's first position too (CostModel.observe_tree_roots). The mixed drafter sets it.
-    tree_roots: tuple[str, tuple[int, ...]] | None = None
 
 
 class Drafter(Protocol):

@@ -13,7 +13,6 @@ a tree rarely beat its configured one and a chain together. Token recycling is t
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Sequence
 
 import torch
@@ -56,9 +55,6 @@ class MixedDrafter:
         self.members = list(members)
         self.lookups = [m for m in self.members if isinstance(m, (PromptLookupDrafter, LookupTreeDrafter))]
         self.matcher = next((m for m in self.members if isinstance(m, PromptLookupDrafter)), PromptLookupDrafter())
-        # The draft tree that stands for a chain member (DraftTreeDrafter's chain), and that chain.
-        self.tree = next((m for m in self.members if isinstance(m, DraftTreeDrafter) and m.chain), None)
-        self.chain = next((m for m in self.members if self.tree and getattr(m, "name", None) == self.tree.chain), None)
 
     def reset(self) -> None:
         for member in self.members:
@@ -102,15 +98,4 @@ class MixedDrafter:
                 source: str | None = None, stop: StopRule | None = None) -> Draft:
         source = source or self.sources(ids)[0]
         member = next(m for m in self.members if source in m.sources(ids))
-        draft = member.propose(ids, k, sampling, generator, source, **({"stop": stop} if stop is not None else {}))
-        if member is self.chain and draft.tokens:
-            draft = replace(draft, tree_roots=self.tree_roots(draft, ids))
-        return draft
-
-    def tree_roots(self, draft: Draft, ids: list[int]) -> tuple[str, tuple[int, ...]]:
-        """What the draft tree would have put at depth 1 in this chain round (Draft.tree_roots): the
-        chain's first distribution, a greedy chain's softmax or a sampled one's q, is what the tree
-        ranks its root's children by there (DraftTreeDrafter.root_children)."""
-        first = torch.softmax(draft.logits[0].float(), -1) if draft.q is None else draft.q[0]
-        source = self.tree.sources(ids)[0]
-        return str(source), self.tree.root_children(first, source)
+        return member.propose(ids, k, sampling, generator, source, **({"stop": stop} if stop is not None else {}))

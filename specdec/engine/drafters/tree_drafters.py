@@ -77,7 +77,10 @@ class DraftTreeDrafter(DrafterBase):
             born = len(tokens)
             for node, row in zip(frontier, rows):
                 above = 1.0 if node == ROOT else reach[node]
-                for prob, token in _children(row, width):
+                probs, picks = row.topk(min(width, row.numel()))
+                for prob, token in zip(probs.tolist(), picks.tolist()):
+                    if prob <= 0.0:
+                        break  # top-k / top-p left fewer tokens than branching
                     tokens.append(token)
                     parents.append(node)
                     reach.append(above * prob)
@@ -91,31 +94,12 @@ class DraftTreeDrafter(DrafterBase):
             rows = self._probs(logits, sampling)
         return _pruned(tokens, parents, reach, budget, catch_up, self.chain if sampling.greedy else None)
 
-    def root_children(self, first: torch.Tensor, source: str | None = None) -> tuple[int, ...]:
-        """The tokens the tree of `source` (None: the configured budget) puts at depth 1, given the
-        draft's distribution there as _probs ranks it (`first`: a greedy chain's softmax at T = 1, a
-        sampled chain's q, which is this run's _probs of the same logits). A chain round of the same
-        model then says what the tree would have kept at its first position (CostModel.observe_tree_roots).
-
-        Exact but for pruning: the tree keeps its `budget` likeliest nodes, so a root child is cut
-        where `budget` other nodes are likelier. Its probability is then below each of theirs, and
-        the verdict differs from the tree's own only where the target's token is that unlikely child."""
-        budget = (Source(source).budget if source else None) or self.shape.budget
-        return tuple(token for _, token in _children(first, min(self.shape.branching, budget)))
-
     def _probs(self, logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
         """What the tree is ranked by: the draft's distribution under the run's sampling settings
         (its own top-k / top-p set), or its softmax at T = 1 for a greedy run. Ranking only: with
         one-hot q, acceptance is exact whatever the tree holds."""
         logits = fit_vocab(logits, self.target_vocab_size)
         return torch.softmax(logits.float(), -1) if sampling.greedy else probs_from_logits(logits, sampling)
-
-
-def _children(row: torch.Tensor, width: int) -> list[tuple[float, int]]:
-    """A node's children: the `width` likeliest tokens of its row, (probability, token), likeliest
-    first; fewer where top-k / top-p left fewer tokens with any probability."""
-    probs, picks = row.topk(min(width, row.numel()))
-    return [(prob, token) for prob, token in zip(probs.tolist(), picks.tolist()) if prob > 0.0]
 
 
 def _pruned(tokens: list[int], parents: list[int], reach: list[float], budget: int, catch_up: int,
