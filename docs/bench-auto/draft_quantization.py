@@ -1,0 +1,113 @@
+"""How the draft's int8 copy agrees with the target, by task: the Qwen pair (Qwen2.5-Coder-1.5B, fast
+engine) and its 0.5B draft in fp32, in int8 with one scale per weight matrix (PyTorch's default
+dynamic quantization, what the loader used up to now), and in int8 with one scale per output row
+(per-channel), and in bf16 on the fast engine (oneDNN's prepacked bf16 kernels, AVX512-BF16 here). The twelve questions of `run.sh qwen-two-per-task`, first turns, 128 tokens: each answer
+is our standard decoding's; each draft reads prompt and answer in one pass, and each answer position
+gives the rank of the target's token in the draft's order (draft_ranks.py's method). Then each draft's
+decode step, timed (median of 30 after 5, one token after a 64-token prompt). A diagnostic, not a
+benchmark: the share of positions where the draft's top-1 is the target's token is what a greedy chain
+can keep.
+
+    PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/draft_quantization.py > docs/bench-auto/draft_quantization.txt
+    PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/draft_quantization.py --kept > docs/bench-auto/draft_quantization.kept.txt
+
+--kept: instead, per-channel int8 with one group of layers kept in fp32 (eager: their step times are not
+the fast engine's), to find where the int8 draft loses its agreement.
+"""
+import json
+import sys
+from pathlib import Path
+import statistics
+import time
+import warnings
+from dataclasses import replace
+
+import torch
+
+from ab_session import BASE
+from specdec.bench import spec_bench
+from specdec.engine.pair import Pair
+from specdec.models.loading import load_model
+
+QUESTIONS = ("specdec-008,specdec-009,specdec-016,specdec-017,specdec-018,specdec-019,specdec-020,"
+             "specdec-021,specdec-022,specdec-023,specdec-024,specdec-025").split(",")
+TASKS = ("coding", "translation", "summarization", "qa", "math_reasoning", "rag")
+
+
+def quantized(model: torch.nn.Module, qconfig) -> torch.nn.Module:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear: qconfig}, dtype=torch.qint8)
+
+
+KEPT = {"lm_head": ("lm_head",), "down_proj": ("down_proj",), "gate_proj, up_proj": ("gate_proj", "up_proj"),
+        "q, k, v, o_proj": ("q_proj", "k_proj", "v_proj", "o_proj")}
+
+
+def int8_but(model: torch.nn.Module, kept: tuple[str, ...]) -> torch.nn.Module:
+    """Per-channel int8 for every Linear whose name ends in none of `kept`."""
+    qconfig = torch.ao.quantization.per_channel_dynamic_qconfig
+    names = {name: qconfig for name, module in model.named_modules()
+             if isinstance(module, torch.nn.Linear) and not name.endswith(kept)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.ao.quantization.quantize_dynamic(model, names, dtype=torch.qint8)
+
+
+def ranks(draft: torch.nn.Module, prompt: list[int], answer: list[int]) -> list[int]:
+    with torch.inference_mode():
+        logits = draft(input_ids=torch.tensor([prompt + answer])).logits[0].float()
+    rows = logits[len(prompt) - 1: len(prompt) - 1 + len(answer)]
+    return [int((row > row[token]).sum()) for row, token in zip(rows, answer)]
+
+
+def step_ms(draft: torch.nn.Module) -> float:
+    ids = torch.arange(100, 164)[None]
+    with torch.inference_mode():
+        cache = draft(input_ids=ids, use_cache=True).past_key_values
+        times = []
+        for i in range(35):
+            start = time.perf_counter()
+            draft(input_ids=torch.tensor([[200 + i]]), past_key_values=cache, use_cache=True)
+            times.append(time.perf_counter() - start)
+            cache.crop(-1)  # back to the prompt (a negative count: tokens to drop)
+    return 1000 * statistics.median(times[5:])
+
+
+def main() -> None:
+    quiet = lambda message: None  # noqa: E731
+    target = load_model("qwen-coder-1.5b", None, None, False, log=quiet)
+    fp32 = load_model("qwen-coder-0.5b", target.device, target.dtype, False, log=quiet, engine="eager").model
+    qc = torch.ao.quantization
+    if "--kept" in sys.argv:
+        drafts = {f"int8 but {group} fp32": int8_but(fp32, kept) for group, kept in KEPT.items()}
+    else:
+        drafts = {"fp32": fp32, "int8 per-tensor": quantized(fp32, qc.default_dynamic_qconfig),
+                  "int8 per-channel": quantized(fp32, qc.per_channel_dynamic_qconfig),
+                  "bf16": load_model("qwen-coder-0.5b", target.device, torch.bfloat16, False, log=quiet).model}
+    pair = Pair(target)
+    questions = {q.id: q for q in spec_bench.read_questions(spec_bench.SAMPLE)}
+    found = {name: {task: [] for task in TASKS} for name in drafts}
+    # The target's answers, kept across runs of this script (they take most of its time).
+    cache = Path("/tmp/specdec-draft-quantization-answers.json")
+    answers = json.loads(cache.read_text()) if cache.exists() else {}
+    for qid in QUESTIONS:
+        question = questions[qid]
+        request = replace(BASE, prompt=question.turns[0])
+        prompt = pair.prompt_ids(request)
+        answer = answers[qid] if qid in answers else [event.token for event in pair.standard(request)]
+        answers[qid] = answer
+        for name, draft in drafts.items():
+            found[name][question.category] += ranks(draft, prompt, answer)
+    cache.write_text(json.dumps(answers))
+    print("# the target's greedy token in each draft's ranking (share of positions within the draft's top-r)")
+    for name in drafts:
+        every = [r for task in TASKS for r in found[name][task]]
+        print(f"{name:18s} step {step_ms(drafts[name]):5.1f} ms")
+        for task, rows in [("all", every)] + [(task, found[name][task]) for task in TASKS]:
+            top = [sum(rank < r for rank in rows) / len(rows) for r in (1, 4)]
+            print(f"  {task:16s} {len(rows):4d}  top-1 {top[0]:.2f}  top-4 {top[1]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
