@@ -54,6 +54,29 @@ def int8_but(model: torch.nn.Module, kept: tuple[str, ...]) -> torch.nn.Module:
         return torch.ao.quantization.quantize_dynamic(model, names, dtype=torch.qint8)
 
 
+class Bf16Linear(torch.nn.Module):
+    """A Linear whose weight is bf16: its input rounded to bf16, its output back to the input's dtype."""
+
+    def __init__(self, linear: torch.nn.Linear):
+        super().__init__()
+        self.weight = torch.nn.Parameter(linear.weight.detach().to(torch.bfloat16), requires_grad=False)
+        self.bias = None if linear.bias is None else torch.nn.Parameter(linear.bias.detach().to(torch.bfloat16),
+                                                                          requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.linear(x.to(torch.bfloat16), self.weight, self.bias).to(x.dtype)
+
+
+def int8_bf16(model: torch.nn.Module, kept: tuple[str, ...]) -> torch.nn.Module:
+    """Per-channel int8, but the layers named by `kept` in bf16."""
+    quantized_model = int8_but(model, kept)
+    for name, module in list(quantized_model.named_modules()):
+        if isinstance(module, torch.nn.Linear) and name.endswith(kept):
+            parent, _, child = name.rpartition(".")
+            setattr(quantized_model.get_submodule(parent), child, Bf16Linear(module))
+    return quantized_model
+
+
 def ranks(draft: torch.nn.Module, prompt: list[int], answer: list[int]) -> list[int]:
     with torch.inference_mode():
         logits = draft(input_ids=torch.tensor([prompt + answer])).logits[0].float()
@@ -81,6 +104,7 @@ def main() -> None:
     qc = torch.ao.quantization
     if "--kept" in sys.argv:
         drafts = {f"int8 but {group} fp32": int8_but(fp32, kept) for group, kept in KEPT.items()}
+        drafts["int8 but down_proj bf16"] = int8_bf16(fp32, ("down_proj",))
     else:
         drafts = {"fp32": fp32, "int8 per-tensor": quantized(fp32, qc.default_dynamic_qconfig),
                   "int8 per-channel": quantized(fp32, qc.per_channel_dynamic_qconfig),
