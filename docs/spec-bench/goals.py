@@ -88,7 +88,7 @@ def answers(run: str) -> list[dict] | None:
     return json.loads(path.read_text())["answers"] if path.exists() else None
 
 
-def rows_of(goal: Goal, run: str) -> str | None:
+def row_of(goal: Goal, run: str) -> str | None:
     """The goal's table row for one run, or None where the run lacks what the goal reads."""
     found = answers(run)
     figures = goal.figures({row.method: row for row in spec_bench.leaderboard(found)}) if found else None
@@ -113,7 +113,7 @@ def main() -> None:
     print("| goal (#22) | run (questions; results committed) | figure | verdict | decided by |\n|---|---|---|---|---|")
     for goal in GOALS:
         for run in goal.runs:
-            row = rows_of(goal, run)
+            row = row_of(goal, run)
             if row:
                 print(row)
 
