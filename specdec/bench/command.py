@@ -140,11 +140,6 @@ def load_results(path: Path, fresh: bool) -> dict:
     return {"meta": {"commands": [], "setups": []}, "cells": []}
 
 
-def save_results(path: Path, results: dict) -> None:
-    """Atomically, so an interrupted run leaves the last finished group on disk."""
-    save_json(path, results)
-
-
 def load_setup(setup: Setup, plans: list[Plan], args, log) -> Models:
     from ..engine.layer_search import layers_from
     from ..engine.pair import Pair
@@ -244,7 +239,7 @@ def run(plans: list[Plan], suite, results: dict, results_path: Path, args, log) 
                 done[cell.key] = {**dataclasses.asdict(cell), "key": cell.key,
                                   "repeats": [rec[cell.key] for rec in records]}
             results["cells"] = list(done.values())
-            save_results(results_path, results)
+            save_json(results_path, results)  # (atomic: a stopped run keeps the last finished group)
             bar.write(_group_line(group, done))
         del models
         gc.collect()
@@ -357,7 +352,7 @@ def main(argv: list[str] | None = None) -> None:
         run(plans, suite, results, results_path, args, log)
         meta["finished"] = _now()
         meta["seconds"] = meta.get("seconds", 0) + time.perf_counter() - start
-        save_results(results_path, results)
+        save_json(results_path, results)
     elif not results["cells"]:
         raise SystemExit(f"no results at {results_path}")
     else:
