@@ -1,10 +1,14 @@
 """How the draft's int8 copy agrees with the target, by task: the Qwen pair (Qwen2.5-Coder-1.5B, fast
 engine) and its 0.5B draft in fp32, in int8 with one scale per weight matrix (PyTorch's default
 dynamic quantization, what the loader used up to now), and in int8 with one scale per output row
-(per-channel), and in bf16 on the fast engine (oneDNN's prepacked bf16 kernels, AVX512-BF16 here). The twelve questions of `run.sh qwen-two-per-task`, first turns, 128 tokens: each answer
+(per-channel), in int8 as the loader now quantizes it (per-channel, and the MLP output projection's
+outlier activations multiplied outside the int8 kernel: models/int8.py), and in bf16 on the fast
+engine (oneDNN's prepacked bf16 kernels, AVX512-BF16 here). The twelve questions of
+`run.sh qwen-two-per-task`, first turns, 128 tokens: each answer
 is our standard decoding's; each draft reads prompt and answer in one pass, and each answer position
 gives the rank of the target's token in the draft's order (draft_ranks.py's method). Then each draft's
-decode step, timed (median of 30 after 5, one token after a 64-token prompt). A diagnostic, not a
+decode step, timed (one token after a 64-token prompt: the median of 30 after 5, in three rounds over
+the drafts in turn; the median of the three). A diagnostic, not a
 benchmark: the share of positions where the draft's top-1 is the target's token is what a greedy chain
 can keep.
 
@@ -13,6 +17,7 @@ can keep.
 
 --kept: instead, per-channel int8 with one group of layers kept in fp32 (eager: their step times are not
 the fast engine's), to find where the int8 draft loses its agreement.
+--thresholds: instead, the loader's int8 at other outlier thresholds (LLM.int8()'s 6 is the loader's).
 """
 import json
 import sys
@@ -27,6 +32,7 @@ import torch
 from ab_session import BASE
 from specdec.bench import spec_bench
 from specdec.engine.pair import Pair
+from specdec.models.int8 import OutlierSplitLinear, quantize_int8
 from specdec.models.loading import load_model
 
 QUESTIONS = ("specdec-008,specdec-009,specdec-016,specdec-017,specdec-018,specdec-019,specdec-020,"
@@ -77,6 +83,13 @@ def int8_bf16(model: torch.nn.Module, kept: tuple[str, ...]) -> torch.nn.Module:
     return quantized_model
 
 
+def with_threshold(model: torch.nn.Module, threshold: float) -> torch.nn.Module:
+    for module in model.modules():
+        if isinstance(module, OutlierSplitLinear):
+            module.threshold = threshold
+    return model
+
+
 def ranks(draft: torch.nn.Module, prompt: list[int], answer: list[int]) -> list[int]:
     with torch.inference_mode():
         logits = draft(input_ids=torch.tensor([prompt + answer])).logits[0].float()
@@ -105,9 +118,14 @@ def main() -> None:
     if "--kept" in sys.argv:
         drafts = {f"int8 but {group} fp32": int8_but(fp32, kept) for group, kept in KEPT.items()}
         drafts["int8 but down_proj bf16"] = int8_bf16(fp32, ("down_proj",))
+    elif "--thresholds" in sys.argv:
+        drafts = {"int8 per-channel": quantized(fp32, qc.per_channel_dynamic_qconfig)}
+        for threshold in (2.0, 6.0, 20.0, 60.0):
+            drafts[f"int8, outliers > {threshold:g} split"] = with_threshold(quantize_int8(fp32), threshold)
     else:
         drafts = {"fp32": fp32, "int8 per-tensor": quantized(fp32, qc.default_dynamic_qconfig),
                   "int8 per-channel": quantized(fp32, qc.per_channel_dynamic_qconfig),
+                  "int8, the loader's": quantize_int8(fp32),
                   "bf16": load_model("qwen-coder-0.5b", target.device, torch.bfloat16, False, log=quiet).model}
     pair = Pair(target)
     questions = {q.id: q for q in spec_bench.read_questions(spec_bench.SAMPLE)}
@@ -125,9 +143,13 @@ def main() -> None:
             found[name][question.category] += ranks(draft, prompt, answer)
     cache.write_text(json.dumps(answers))
     print("# the target's greedy token in each draft's ranking (share of positions within the draft's top-r)")
+    steps = {name: [] for name in drafts}
+    for _ in range(3):
+        for name, draft in drafts.items():
+            steps[name].append(step_ms(draft))
     for name in drafts:
         every = [r for task in TASKS for r in found[name][task]]
-        print(f"{name:18s} step {step_ms(drafts[name]):5.1f} ms")
+        print(f"{name:18s} step {statistics.median(steps[name]):5.1f} ms")
         for task, rows in [("all", every)] + [(task, found[name][task]) for task in TASKS]:
             top = [sum(rank < r for rank in rows) / len(rows) for r in (1, 4)]
             print(f"  {task:16s} {len(rows):4d}  top-1 {top[0]:.2f}  top-4 {top[1]:.2f}")

@@ -12,6 +12,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from ..engine.loaded import Loaded
 from .fast import ENGINES, MEMORY_MARGIN, available_memory, can_prepack, check_engine, default_engine, fast_layers, \
     packed_bytes, prepack  # noqa: F401  (ENGINES: the choices, for the CLI and the app)
+from .int8 import INT8_SCHEME, OutlierSplitLinear, quantize_int8  # noqa: F401  (quantize_int8: the loader's, and the tests')
 
 Log = Callable[[str], None]
 
@@ -116,7 +117,9 @@ def load_model(
         f"in {time.perf_counter() - start:.1f}s")
     if quantize == "int8":
         model = quantize_int8(model)
-        log(f"quantized {spec} to int8 (dynamic, CPU)")
+        split = sum(isinstance(m, OutlierSplitLinear) for m in model.modules())
+        log(f"quantized {spec} to int8 (dynamic, per channel, CPU)"
+            + (f"; {split} MLP output projections split around their outlier activations" if split else ""))
     engine = apply_engine(model, engine or default_engine(device), device, dtype, spec, log, quantized=bool(quantize))
     return Loaded(spec, model, tokenizer, device, dtype, engine, quantize)
 
@@ -154,14 +157,18 @@ def apply_engine(model: torch.nn.Module, engine: str, device: torch.device, dtyp
 
 def costs_file(target: Loaded, draft: Loaded | None = None) -> Path:
     """Where a pair's learned costs persist (Pair.remember_costs): one JSON file per target, draft,
-    draft quantisation, device, dtype and engine, in $SPECDEC_COSTS if set (the test suite's own
-    folder), else under the cache folder."""
+    draft quantisation (with its INT8_SCHEME), device, dtype and engine, in $SPECDEC_COSTS if set
+    (the test suite's own folder), else under the cache folder."""
     import hashlib
 
     from .offline import cache_dir
 
     parts = [target.name, target.device, target.dtype, target.engine]
-    parts += [draft.name, draft.quantize, draft.engine] if draft is not None else ["no draft"]
+    if draft is not None:
+        scheme = f" scheme {INT8_SCHEME}" if draft.quantize == "int8" else ""
+        parts += [draft.name, f"{draft.quantize}{scheme}", draft.engine]
+    else:
+        parts.append("no draft")
     digest = hashlib.sha1("|".join(map(str, parts)).encode()).hexdigest()[:16]
     stem = "".join(ch if ch.isalnum() or ch in "-." else "-" for ch in Path(target.name).name)[:40]
     folder = Path(os.environ["SPECDEC_COSTS"]) if os.environ.get("SPECDEC_COSTS") else cache_dir() / "costs"
@@ -178,23 +185,3 @@ def check_quantize(quantize: str | None, device: torch.device) -> None:
         raise ValueError(f"unknown quantization {quantize!r}; choose one of {list(QUANTIZE)}")
     if device.type != "cpu":
         raise ValueError("int8 dynamic quantization runs on CPU only; on a GPU use the bf16 default")
-
-
-def quantize_int8(model: torch.nn.Module) -> torch.nn.Module:
-    """int8 weights for every Linear, one scale per output row, activations quantized on the fly
-    (PyTorch dynamic quantization with its per-channel weight observer).
-
-    Meant for drafts on CPU, where decoding is bound by reading weights: int8 reads a quarter of the
-    bytes of fp32. A draft's precision can change how often its tokens are accepted, never the
-    output, which the target verifies. Per row, not one scale per matrix (PyTorch's default): a row
-    of small weights is then not rounded on the scale of the matrix's largest. On the Qwen pair's
-    twelve two-per-task answers the 0.5B draft's top-1 was the target's token at 0.87 of positions
-    against 0.85 per matrix (translation 0.56 against 0.47; fp32 0.93), at the same step time
-    (36.6 against 39.9 ms; docs/bench-auto/draft_quantization.txt).
-    """
-    import warnings
-
-    qconfig = torch.ao.quantization.per_channel_dynamic_qconfig
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch.ao.quantization announces its move to torchao
-        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear: qconfig}, dtype=torch.qint8)
