@@ -14,6 +14,7 @@ can keep.
 
     PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/draft_quantization.py > docs/bench-auto/draft_quantization.txt
     PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/draft_quantization.py --kept > docs/bench-auto/draft_quantization.kept.txt
+    PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/draft_quantization.py --thresholds > docs/bench-auto/draft_quantization.thresholds.txt
 
 --kept: instead, per-channel int8 with one group of layers kept in fp32 (eager: their step times are not
 the fast engine's), to find where the int8 draft loses its agreement.

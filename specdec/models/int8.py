@@ -22,11 +22,14 @@ outlier columns O:
           ~ int8(x with O zeroed) Q^T diag(s) + x_O (Q_{:, O})^T diag(s)
 
 The first term is the quantized kernel's (its input rounded on the smaller scale), the second an fp32
-product over |O| columns: none in most decode steps of the Qwen 0.5B draft, a few where a token
-carries the massive activations. Measured there (docs/bench-auto/draft_quantization.txt, the target's
-greedy token ranked first by the draft, the twelve two-per-task answers): 0.87 of positions with
-per-channel int8 alone, 0.91-0.92 with the split (translation 0.56 against 0.66-0.78; fp32 0.93),
-at the same step time. Keeping down_proj in bf16 instead read 0.92 but made a step 30% longer.
+product over |O| columns: in a decode step of the Qwen 0.5B draft, about 7 of its 24 down projections
+have any (2.8 columns a layer, averaged over all 24). Measured there (docs/bench-auto/draft_quantization.txt, the
+target's greedy token ranked first by the draft over the twelve two-per-task answers): 0.92 of
+positions against 0.87 with per-channel int8 alone (translation 0.75 against 0.56, QA 0.93 against
+0.79; fp32 0.93 and 0.78), for a step of 44 ms against 42 (a noisy host: 37-50 ms for either in
+repeats). Thresholds of 2, 20 and 60 read 0.92, 0.91 and 0.92 (draft_quantization.thresholds.txt).
+Keeping down_proj in bf16 instead read 0.92 too (draft_quantization.kept.txt), for a longer step:
+64 ms eager there, and 52 against 39 through oneDNN's packed bf16 kernel (tried once, not kept).
 """
 from __future__ import annotations
 
@@ -54,7 +57,8 @@ class OutlierSplitLinear(nn.Module):
         self.quantized, self.threshold = quantized, threshold
         weight = quantized.weight()  # per-channel qint8: symmetric, zero points 0
         self.in_features, self.out_features = quantized.in_features, quantized.out_features
-        # Q's columns as rows (a column of O is then one contiguous read), and s.
+        # Q's columns as rows (a column of O is then one contiguous read), and s. The copy costs one
+        # more byte a weight of this layer (105 MB for the Qwen 0.5B draft's 24 down projections).
         self.register_buffer("columns", weight.int_repr().t().contiguous(), persistent=False)
         self.register_buffer("scales", weight.q_per_channel_scales().float(), persistent=False)
 
