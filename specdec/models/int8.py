@@ -55,7 +55,9 @@ class OutlierSplitLinear(nn.Module):
     def __init__(self, quantized: nn.Module, threshold: float = OUTLIER_THRESHOLD):
         super().__init__()
         self.quantized, self.threshold = quantized, threshold
-        weight = quantized.weight()  # per-channel qint8: symmetric, zero points 0
+        weight = quantized.weight()
+        if weight.q_per_channel_zero_points().any():  # the per-channel qconfig's observer is symmetric
+            raise ValueError("OutlierSplitLinear takes symmetric per-channel int8 weights (zero points 0)")
         self.in_features, self.out_features = quantized.in_features, quantized.out_features
         # Q's columns as rows (a column of O is then one contiguous read), and s. The copy costs one
         # more byte a weight of this layer (105 MB for the Qwen 0.5B draft's 24 down projections).
