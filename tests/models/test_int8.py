@@ -81,3 +81,18 @@ def test_an_int8_model_keeps_the_output_of_its_mlps_close():
             m.threshold = float("inf")  # no column ever leaves the kernel: per-channel int8 alone
         without = (split(input_ids=ids).logits - exact).abs().mean()
     assert with_split < without / 2
+
+
+def test_costs_learned_under_another_int8_scheme_are_kept_apart(monkeypatch):
+    """A cost file learned with another int8 draft (another INT8_SCHEME) would price this draft's
+    tokens by that one's acceptance: the file's name changes with the scheme."""
+    from specdec.engine.loaded import Loaded
+    from specdec.models import loading
+
+    target = Loaded("target", None, None, torch.device("cpu"), torch.float32, "fast")
+    draft = Loaded("draft", None, None, torch.device("cpu"), torch.float32, "eager", "int8")
+    fp32_draft = Loaded("draft", None, None, torch.device("cpu"), torch.float32, "eager")
+    now = loading.costs_file(target, draft), loading.costs_file(target, fp32_draft)
+    monkeypatch.setattr(loading, "INT8_SCHEME", loading.INT8_SCHEME - 1)
+    assert loading.costs_file(target, draft) != now[0]
+    assert loading.costs_file(target, fp32_draft) == now[1]
