@@ -7,19 +7,12 @@ auto on the Qwen pair (Qwen2.5-Coder-1.5B, fast engine), 128 tokens, over ab_ses
     PYTHONPATH=. .venv/bin/python docs/bench-auto/int8_outliers_ab.py > docs/bench-auto/int8_outliers_ab.txt
 """
 import sys
-import warnings
 from dataclasses import replace
 
 import torch
 
 from ab_session import SAMPLED, print_ratios, qwen_pair, run_lanes
-
-
-def per_channel_only(model: torch.nn.Module) -> torch.nn.Module:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return torch.ao.quantization.quantize_dynamic(
-            model, {torch.nn.Linear: torch.ao.quantization.per_channel_dynamic_qconfig}, dtype=torch.qint8)
+from draft_quantization import quantized
 
 
 def main() -> None:
@@ -28,7 +21,7 @@ def main() -> None:
 
     fp32 = load_model("qwen-coder-0.5b", pair.target.device, pair.target.dtype, False, log=lambda m: None,
                       engine="eager").model
-    drafts = {"split": pair.draft, "per-channel": replace(pair.draft, model=per_channel_only(fp32))}
+    drafts = {"split": pair.draft, "per-channel": replace(pair.draft, model=quantized(fp32, torch.ao.quantization.per_channel_dynamic_qconfig))}
     del fp32
     auto = pair.auto
     if "--sampled" in sys.argv:

@@ -12,7 +12,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from ..engine.loaded import Loaded
 from .fast import ENGINES, MEMORY_MARGIN, available_memory, can_prepack, check_engine, default_engine, fast_layers, \
     packed_bytes, prepack  # noqa: F401  (ENGINES: the choices, for the CLI and the app)
-from .int8 import INT8_SCHEME, OutlierSplitLinear, quantize_int8  # noqa: F401  (quantize_int8: the loader's, and the tests')
+from .int8 import INT8_SCHEME, OutlierSplitLinear, quantize_int8
 
 Log = Callable[[str], None]
 
