@@ -38,9 +38,9 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 def _predicted(rep: dict, verify_cost: float | None) -> float | None:
     """The theory's speedup for one repeat's own rounds: sum tau(alpha, m_r) / sum (m_r c + v_r)."""
     alpha, c = rep["stats"]["alpha"], rep["stats"]["c"]
-    if alpha is None or not verify_cost:
+    if alpha is None or c is None or not verify_cost:  # c unmeasured is not c = 0 (a free draft)
         return None
-    return predicted_speedup_rounds(alpha, [m for m, _ in rep["rounds"]], c or 0.0, verify_cost)
+    return predicted_speedup_rounds(alpha, [m for m, _ in rep["rounds"]], c, verify_cost)
 
 
 def _expected_tau(rep: dict) -> float | None:

@@ -11,6 +11,8 @@ The numbers (engine/stats.py proves the formulas):
   its own draft length, so the prediction holds for adaptive k, prompt lookup and confidence stops.
 - c (draft cost) and v (verify cost) are in units of one standard step, and steady-state: round 0
   carries both models' prefill, so it is left out, as the standard lane's median step leaves out its own.
+  Where no later round drafted (a policy that drafted once, then chose plain steps), c is round 0's,
+  prefill and all: an upper bound, never the c = 0 of a free draft.
 - The predicted speedup is Σ_r τ(α̂, m_r) / Σ_r (m_r·c + v) with v = 1 (Leviathan et al. eq. 1) and with
   v as measured.
 """
@@ -174,13 +176,14 @@ def summarize(standard: list[TokenEvent], rounds: list[RoundEvent], k: int, gree
     step = median_step_seconds([e.seconds for e in standard])
     alpha = alpha_mle(drafted, accepted)
     steady = rounds[1:] or rounds  # round 0 carries both models' prefill
-    c = cost_ratio(sum(r.draft_seconds for r in steady), sum(r.draft_length for r in steady), step)
+    c = draft_cost(steady, step) or draft_cost(rounds, step)
     # Verify cost: a target pass over a round's drafts plus one token, in units of one standard step.
     verifies = [r.verify_seconds for r in steady if r.drafted]
     verify_cost = statistics.fmean(verifies) / step if verifies and step > 0 else None
     std_rate = len(standard) / std_seconds if std_seconds > 0 else None
     spec_rate = len(spec_ids) / spec_seconds if spec_seconds > 0 else None
-    predict = (lambda v: predicted_speedup_rounds(alpha, drafted, c or 0.0, v)) if alpha is not None else None
+    # c is None only where no round drafted (then no m_r * c term counts) or nothing timed the standard lane.
+    predict = (lambda v: predicted_speedup_rounds(alpha, drafted, c, v)) if alpha is not None and c is not None else None
     return RunStats(
         alpha=alpha, alpha_naive=alpha_naive(drafted, accepted), alpha_analytic=alpha_analytic([r.alpha for r in rounds]),
         tau=expected_tokens(alpha, drafted) / len(rounds) if alpha is not None else None,
@@ -195,6 +198,11 @@ def summarize(standard: list[TokenEvent], rounds: list[RoundEvent], k: int, gree
         tree=TreeYield.of(rounds),
         identical=[e.token for e in standard] == spec_ids if greedy else None,
     )
+
+
+def draft_cost(rounds: list[RoundEvent], step: float) -> float | None:
+    """c over these rounds: seconds per drafted token over the standard lane's step (None: none drafted)."""
+    return cost_ratio(sum(r.draft_seconds for r in rounds), sum(r.draft_length for r in rounds), step)
 
 
 def settled_k(rounds: list[RoundEvent]) -> float | None:

@@ -93,10 +93,10 @@ def speedup_vs_k(alpha: float | None, c: float | None, verify_cost: float | None
     """Expected speedup τ(α̂, k)/(k·c + v) over k, with the measured run as a point and the k the
     policy settled on as a vertical line."""
     fig = _figure("Expected speedup vs k (measured α̂, c)", "k (tokens drafted per round)", "speedup ×")
-    if alpha is None:
+    if alpha is None or c is None:  # no draft cost measured yet: a curve at c = 0 would promise a free draft
         return _waiting(fig)
     ks = list(range(1, k_max + 1))
-    cost = c or 0.0
+    cost = c
     fig.add_scatter(x=ks, y=[predicted_speedup(alpha, g, cost) for g in ks], mode="lines+markers",
                     name="theory (verify = 1 step)", line=dict(color=THEORY))
     if verify_cost:

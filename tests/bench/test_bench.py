@@ -283,6 +283,10 @@ def test_cell_summary_by_hand():
     assert s["overhead"]["standard"] == pytest.approx(0.05) and s["noise"]["standard"] == 0.0
     adaptive = summarize_cell(cell_record(policy="heuristic"))
     assert adaptive["predicted_speedup"] == pytest.approx(predicted)  # rounds' own lengths, adaptive too
+    unmeasured = cell_record()
+    for rep in unmeasured["repeats"]:
+        rep["stats"] = {**rep["stats"], "c": None}
+    assert summarize_cell(unmeasured)["predicted_speedup"] is None  # not a free draft's c = 0
 
 
 def test_goals_and_differences():

@@ -52,6 +52,17 @@ def test_summary_when_nothing_was_drafted():
     assert s.identical is False and s.rounds_without_draft == 2 and s.verify_cost is None
 
 
+def test_draft_cost_falls_back_to_round_0_never_to_a_free_draft():
+    # Only round 0 drafted (the policy then chose plain steps): c is round 0's, prefill and all, and the
+    # prediction charges it; before, c read None and the prediction priced the draft at 0.
+    std = token_events([5, 6, 7, 8], [0.5, 0.1, 0.1, 0.1])
+    rounds = [round_event(0, [5, 6], 2, [5, 6, 7], 0.3, 0.4), round_event(1, [], 0, [8], 0.0, 0.1)]
+    s = summarize(std, rounds, k=2)
+    assert s.c == pytest.approx((0.3 / 2) / 0.1)
+    tau2 = 1 + s.alpha + s.alpha**2
+    assert s.predicted_speedup == pytest.approx((tau2 + 1) / (2 * 1.5 + 1 + 1))
+
+
 def test_identical_is_reported_for_greedy_runs_only():
     std = token_events([5, 6], [0.2, 0.1])
     rounds = [round_event(0, [5], 1, [5, 6], 0.1, 0.2)]

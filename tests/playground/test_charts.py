@@ -64,6 +64,12 @@ def test_speedup_chart_follows_the_formula_and_marks_the_run():
     assert (list(measured.x), list(measured.y)) == ([4], [1.3])
 
 
+def test_speedup_chart_waits_for_a_measured_draft_cost():
+    # alpha known, c not: no curve at c = 0, which would promise a free draft.
+    fig = charts.speedup_vs_k(0.7, None, 1.5, 4, 1.3, k_max=8)
+    assert not fig.data and fig.layout.annotations[0].text == "waiting for rounds…"
+
+
 def test_charts_wait_for_rounds():
     for fig in charts.all_charts([], run_stats(), 8):
         assert fig.layout.annotations[0].text == "waiting for rounds…"
