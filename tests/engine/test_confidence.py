@@ -275,3 +275,62 @@ def test_the_stop_rule_drafts_deeper_on_a_text_that_copies():
     assert depth(after) > depth(before)
     costs.start_request()
     assert costs.source(MODEL).text.delta == 0.0
+
+
+def test_a_text_expects_its_undrafted_tokens_at_its_own_mean_acceptance():
+    """TextShift.expected: the shifted a(c) averaged over the tested positions past a round's first
+    (an undrafted token always follows a kept one), by their decayed weights; blend shrinks each
+    position's a_bar towards it, the prior counting prior_weight."""
+    from specdec.engine.confidence import SHIFT_DECAY, TextShift, sigmoid, logit
+    text = TextShift()
+    assert text.expected() == (0.0, 0.0) and text.blend((0.6, 0.7), 8.0) == (0.6, 0.7)
+    text.observe([0.3], accepted=0)
+    assert text.expected() == (0.0, 0.0)  # a first position alone says nothing of the ones after it
+    text.observe([0.9, 0.8, 0.7], accepted=3)
+    text.observe([0.6, 0.95], accepted=1)
+    deep = [(0.8, SHIFT_DECAY), (0.7, SHIFT_DECAY), (0.95, 1.0)]
+    weight = sum(w for _, w in deep)
+    mean = sum(w * sigmoid(logit(a) + text.delta) for a, w in deep) / weight
+    assert text.expected() == pytest.approx((mean, weight))
+    assert text.blend((0.5, 0.9), 4.0) == pytest.approx(tuple((a * 4.0 + mean * weight) / (4.0 + weight)
+                                                              for a in (0.5, 0.9)))
+
+
+def test_the_stop_rule_expects_undrafted_tokens_of_this_text(monkeypatch):
+    """The pair's position averages mix its texts (here: text that turns unsure after 5 tokens, and
+    text that stays confident), so they undersell a token not yet drafted on a text of confident
+    tokens and oversell one on a text of unsure tokens. With CostPolicy.TEXT_MEAN the stop rule expects
+    each position towards this text's own mean (TextShift.blend, with CARRIED_EVIDENCE behind the
+    position's average): higher on the confident text, lower on the unsure one; without it, the pair's."""
+    from specdec.engine.policy import CARRIED_EVIDENCE
+
+    def rule(text_confidence, text_mean):
+        monkeypatch.setattr(CostPolicy, "TEXT_MEAN", text_mean)
+        costs = CostModel(decay=1.0)
+        for n in range(1, 18):
+            for i in (1, 2):
+                costs.observe(rnd(i, n - 1, 0, (0.5,) * (n - 1), verify_s=0.25 + 0.03 * max(0, n - 6)), "timing")
+        policy = CostPolicy(k_max=16, costs=costs)
+        for i in range(12):
+            policy.observe(rnd(10 + i, 8, 8, (0.99,) * 8, draft_s=0.03) if i % 3 == 0 else
+                           rnd(10 + i, 8, 5, (0.99,) * 5 + (0.6,) * 3, draft_s=0.03), MODEL)
+        costs.start_request()
+        kept = 5 if text_confidence > 0.9 else 1
+        for i in range(3):
+            policy.observe(rnd(30 + i, 5, kept, (text_confidence,) * 5, draft_s=0.03), MODEL)
+        source = costs.source(MODEL)
+        pair = tuple(shifted(a, source.text.delta) for a in costs.position_alphas(MODEL, source.tested_depth))
+        return policy.stop_rule(MODEL, 16), pair, source.text
+
+    for confidence in (0.99, 0.6):
+        with_mean, pair, text = rule(confidence, True)
+        without, pair_again, _ = rule(confidence, False)
+        assert without.position_alpha == pytest.approx(pair_again)
+        assert with_mean.position_alpha == pytest.approx(text.blend(pair, CARRIED_EVIDENCE))
+        mean, weight = text.expected()
+        assert weight > 0 and (mean > 0.95 if confidence > 0.9 else mean < 0.8)
+        deep = slice(5, None)  # the positions the text's confident and unsure tokens disagree on
+        if confidence > 0.9:
+            assert all(a > b for a, b in zip(with_mean.position_alpha[deep], pair[deep]))
+        else:
+            assert all(a < b for a, b in zip(with_mean.position_alpha[deep], pair[deep]))
