@@ -61,19 +61,6 @@ On the Qwen pair a retrieval answer's drafts kept 5 of 5, four rounds running, a
 pair's calibration gave 0.6-0.8 together, so each stopped at 5 where transformers' fixed 0.4 drafts
 on to 20 (docs/spec-bench/notes.md). A new request starts at delta = 0.
 
-Tokens not yet drafted. Their confidences are unknown, so the rule needs what a token of this text
-is accepted at, unseen. The position averages a_bar are the pair's, over every text the source drafted:
-a position's average mixes the copying answers' tokens, kept at a(0.99) = 0.99, with prose's at 0.5.
-On a text that copies, that undersells every undrafted token, whatever this text's own tokens showed:
-on the Qwen pair a retrieval answer (specdec-025) drafted 5 tokens and kept all 5, seven rounds running,
-each time stopping where the pass would widen past 6 rows (docs/spec-bench/qwen-two-per-task), while
-transformers' fixed 0.4 drafted on to 14 tokens a pass. The offset delta does not fix this: it corrects
-a(c) at a given confidence, and this text's a(c) was right; what differs is how confident its tokens
-are. So each a_bar is shrunk towards this text's own mean acceptance, the shifted a(c) averaged over
-its tested positions (TextShift.expected), with the position's prior counting as CARRIED_EVIDENCE
-observations (policy.py) and the text as many as it has tested (decayed by round): a text of confident
-tokens expects its next ones confident, a text of unsure ones expects them unsure.
-
 Exactness. The rule reads only the draft's own probabilities and earlier rounds' measurements, never
 the target's output for this round, so the draft length is a stopping time of the draft's own draws
 and each verified position keeps its exact accept/reject test (verify.py): the output is the
@@ -182,7 +169,7 @@ class TextShift:
     "This text"): positions as (logit of the predicted acceptance, kept), decayed by round."""
 
     def __init__(self) -> None:
-        self.positions: list[tuple[float, float, float, int]] = []  # (logit predicted, kept 0/1, weight, position - 1)
+        self.positions: list[tuple[float, float, float]] = []  # (logit predicted, kept 0/1, weight)
         self.delta = 0.0
 
     def observe(self, predicted: Sequence[float], accepted: int) -> None:
@@ -190,8 +177,8 @@ class TextShift:
         this round): positions 1..accepted were kept, the next (if tested) was not."""
         if not predicted:
             return
-        self.positions = [(x, y, w * SHIFT_DECAY, i) for x, y, w, i in self.positions if w * SHIFT_DECAY > 0.02]
-        self.positions += [(logit(a), 1.0 if i < accepted else 0.0, 1.0, i) for i, a in enumerate(predicted)]
+        self.positions = [(x, y, w * SHIFT_DECAY) for x, y, w in self.positions if w * SHIFT_DECAY > 0.02]
+        self.positions += [(logit(a), 1.0 if i < accepted else 0.0, 1.0) for i, a in enumerate(predicted)]
         self.delta = self.fit()
 
     def fit(self, steps: int = 8) -> float:
@@ -201,7 +188,7 @@ class TextShift:
         delta = self.delta
         for _ in range(steps):
             gradient, curvature = -SHIFT_PRIOR_PRECISION * delta, SHIFT_PRIOR_PRECISION
-            for x, y, w, _ in self.positions:
+            for x, y, w in self.positions:
                 p = sigmoid(x + delta)
                 gradient += w * (y - p)
                 curvature += w * p * (1 - p)
@@ -210,22 +197,6 @@ class TextShift:
             if abs(step) < 1e-7:
                 break
         return delta
-
-    def expected(self) -> tuple[float, float]:
-        """(this text's mean acceptance of a token past a round's first, the weight behind it): the
-        shifted calibration's a(c) averaged over the text's tested positions after the first, by their
-        decayed weights (module docstring, "Tokens not yet drafted"). (0, 0) before any such position."""
-        deep = [(x, w) for x, _, w, i in self.positions if i > 0]
-        weight = sum(w for _, w in deep)
-        if not weight:
-            return 0.0, 0.0
-        return sum(w * sigmoid(x + self.delta) for x, w in deep) / weight, weight
-
-    def blend(self, alphas: Sequence[float], prior_weight: float) -> tuple[float, ...]:
-        """Each position's a_bar shrunk towards this text's mean acceptance: the position's prior
-        counts prior_weight observations, the text its tested positions' weight."""
-        mean, weight = self.expected()
-        return tuple((a * prior_weight + mean * weight) / (prior_weight + weight) for a in alphas)
 
     def reset(self) -> None:
         self.positions, self.delta = [], 0.0

@@ -732,7 +732,6 @@ class CostPolicy:
     FREE_AT_MEAN = True  # a free source's alpha_1 at its posterior mean, never drawn (draw_alpha_1)
     AFTER_LAST = True  # the stop rule expects the next token by the last one's confidence (StopRule.after)
     TEXT_SHIFT = True  # the stop rule reads acceptance through this text's offset (confidence.TextShift)
-    TEXT_MEAN = True  # undrafted tokens expected towards this text's mean acceptance (TextShift.blend)
 
     def __init__(self, k_max: int, costs: CostModel | None = None, seed: int = 0):
         self.k_max = k_max
@@ -849,10 +848,8 @@ class CostPolicy:
         if self.AFTER_LAST and costs.after.evidence >= self.MIN_CALIBRATION:
             # (a_bar comes shifted from the position alphas below: back to the pair's, then shifted once)
             after = lambda c, a_bar: shifted(costs.after.acceptance(c, shifted(a_bar, -delta)), delta)  # noqa: E731
-        ahead = tuple(shifted(a, delta) for a in alphas)
-        if self.TEXT_MEAN:  # this text's tokens, not the pair's average ones (confidence.py, "Tokens not yet drafted")
-            ahead = costs.text.blend(ahead, CARRIED_EVIDENCE)
-        return StopRule(lambda c: shifted(costs.calibration.acceptance(c, alphas[0]), delta), ahead,
+        return StopRule(lambda c: shifted(costs.calibration.acceptance(c, alphas[0]), delta),
+                        tuple(shifted(a, delta) for a in alphas),
                         costs.draft.mean or 0.0, lambda n: passes[min(n, len(passes)) - 1],
                         self.costs.overhead.mean or 0.0, horizon, after)
 
