@@ -73,9 +73,12 @@ def timed_turn(pair: Pair, method: Method | None, request: Request, table: Adjac
             rounds = list(pair.speculative(request_for(method, pair, request), ids))
         tokens, passes = [t for r in rounds for t in r.tokens], [len(r.tokens) for r in rounds]
     seconds = clock.now() - start
-    # Who drafted each round and how many tokens (auto's choices), read off the clock.
+    # Who drafted each round and how many tokens (auto's choices), and the most the round could draft
+    # (the k asked of the drafter: a cost policy's cap, within which its stop rule chose), off the clock.
     drafts = None if rounds is None else [f"{r.source}:{len(r.drafted)}" if r.drafted else "plain" for r in rounds]
-    return {"new_tokens": len(tokens), "seconds": seconds, "accept_lengths": passes, "drafts": drafts}, tokens
+    caps = None if rounds is None else [r.k for r in rounds]
+    return {"new_tokens": len(tokens), "seconds": seconds, "accept_lengths": passes, "drafts": drafts,
+            "caps": caps}, tokens
 
 
 def _peer_turn(pair: Pair, request: Request, ids: list[int], clock: Clock) -> tuple[dict, list[int]]:
@@ -153,7 +156,7 @@ def median_run(runs: list[dict]) -> dict:
     every repeat kept beside it (its seconds and tokens per pass) for the spread."""
     middle = sorted(runs, key=lambda run: run["seconds"])[(len(runs) - 1) // 2]
     return {**middle, "repeats": [{"seconds": run["seconds"], "accept_lengths": run["accept_lengths"],
-                                   "drafts": run.get("drafts")} for run in runs]}
+                                   "drafts": run.get("drafts"), "caps": run.get("caps")} for run in runs]}
 
 
 def chosen_questions(args) -> list[spec_bench.Question]:

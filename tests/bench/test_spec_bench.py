@@ -250,6 +250,12 @@ def test_a_run_checks_its_options_before_any_model_loads_and_honours_k(tmp_path)
     drafted = [int(d.split(":")[1]) for a in results["answers"] for t in a["turns"] for d in t["drafts"] or []
                if d != "plain"]
     assert drafted and max(drafted) == 2  # the prompt repeats itself: lookup drafts, at most k a round
+    for turn in (t for a in results["answers"] if a["method"] != "standard" for t in a["turns"]):
+        # fixed k: every round asked for k = 2 (less only where the answer's room cut it), drafting at most that
+        lengths = [0 if d == "plain" else int(d.split(":")[1]) for d in turn["drafts"]]
+        assert len(turn["caps"]) == len(lengths) and 2 in turn["caps"]
+        assert all(n <= cap <= 2 for n, cap in zip(lengths, turn["caps"]))
+        assert all(repeat["caps"] == turn["caps"] for repeat in turn["repeats"])
     with pytest.raises(ValueError, match="--drafters draft-model: needs a draft model"):
         spec_bench_run.run(replace_args(args, drafters=("draft-model",)), spec_bench_run.chosen_questions(args),
                            pair, log=lambda message: None)
