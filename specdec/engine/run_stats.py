@@ -176,14 +176,18 @@ def summarize(standard: list[TokenEvent], rounds: list[RoundEvent], k: int, gree
     step = median_step_seconds([e.seconds for e in standard])
     alpha = alpha_mle(drafted, accepted)
     steady = rounds[1:] or rounds  # round 0 carries both models' prefill
-    c = draft_cost(steady, step) or draft_cost(rounds, step)
+    c = draft_cost(steady, step)
+    if c is None:  # no round after the first drafted: round 0's c, prefill and all (an upper bound)
+        c = draft_cost(rounds, step)
     # Verify cost: a target pass over a round's drafts plus one token, in units of one standard step.
     verifies = [r.verify_seconds for r in steady if r.drafted]
     verify_cost = statistics.fmean(verifies) / step if verifies and step > 0 else None
     std_rate = len(standard) / std_seconds if std_seconds > 0 else None
     spec_rate = len(spec_ids) / spec_seconds if spec_seconds > 0 else None
     # c is None only where no round drafted (then no m_r * c term counts) or nothing timed the standard lane.
-    predict = (lambda v: predicted_speedup_rounds(alpha, drafted, c, v)) if alpha is not None and c is not None else None
+    predict = None
+    if alpha is not None and c is not None:
+        predict = lambda v: predicted_speedup_rounds(alpha, drafted, c, v)  # noqa: E731
     return RunStats(
         alpha=alpha, alpha_naive=alpha_naive(drafted, accepted), alpha_analytic=alpha_analytic([r.alpha for r in rounds]),
         tau=expected_tokens(alpha, drafted) / len(rounds) if alpha is not None else None,

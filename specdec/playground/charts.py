@@ -96,11 +96,10 @@ def speedup_vs_k(alpha: float | None, c: float | None, verify_cost: float | None
     if alpha is None or c is None:  # no draft cost measured yet: a curve at c = 0 would promise a free draft
         return _waiting(fig)
     ks = list(range(1, k_max + 1))
-    cost = c
-    fig.add_scatter(x=ks, y=[predicted_speedup(alpha, g, cost) for g in ks], mode="lines+markers",
+    fig.add_scatter(x=ks, y=[predicted_speedup(alpha, g, c) for g in ks], mode="lines+markers",
                     name="theory (verify = 1 step)", line=dict(color=THEORY))
     if verify_cost:
-        fig.add_scatter(x=ks, y=[predicted_speedup(alpha, g, cost, verify_cost) for g in ks], mode="lines",
+        fig.add_scatter(x=ks, y=[predicted_speedup(alpha, g, c, verify_cost) for g in ks], mode="lines",
                         name=f"with verify cost {verify_cost:.2f}", line=dict(color=THEORY, dash="dot"))
     if measured is not None:
         fig.add_scatter(x=[k], y=[measured], mode="markers", name="measured",
