@@ -21,7 +21,8 @@ def main() -> None:
 
     fp32 = load_model("qwen-coder-0.5b", pair.target.device, pair.target.dtype, False, log=lambda m: None,
                       engine="eager").model
-    drafts = {"split": pair.draft, "per-channel": replace(pair.draft, model=quantized(fp32, torch.ao.quantization.per_channel_dynamic_qconfig))}
+    per_channel = quantized(fp32, torch.ao.quantization.per_channel_dynamic_qconfig)
+    drafts = {"split": pair.draft, "per-channel": replace(pair.draft, model=per_channel)}
     del fp32
     auto = pair.auto
     if "--sampled" in sys.argv:

@@ -136,7 +136,7 @@ def test_draft_with_other_vocabulary_size_stays_in_target_range():
 
 def test_int8_draft_changes_speed_not_output(models):
     """A quantized draft is still verified by the full-precision target: the output cannot change."""
-    from specdec.models.loading import quantize_int8
+    from specdec.models.int8 import quantize_int8
 
     target = models["target"]
     draft = quantize_int8(perturbed(target, 0.0))
