@@ -306,19 +306,13 @@ class CostModel:
     # answer of three rounds); little enough that its first real round halves the guess's say.
     SCALED_DRAFT_WEIGHT = 1.0
     OUTLIER = 1.5  # the most one pass counts for, as a multiple of the estimate so far
-    # How fast the machine's level follows each pass (learn_pass): a drift is followed within a few
-    # passes, one long pass (clipped to OUTLIER) is forgotten within ten.
-    LEVEL_DECAY = 0.7
-    PASS_LEVEL = True  # every width's v(n) follows the machine's level (learn_pass)
     OFFERED_DEPTH = True  # a tree or lookup tested as deep as asked (asked_depth)
     YIELD_CHECKED = True  # a free source's alpha_1 scaled by what its own rounds kept (observe_yield)
     YIELD_CHECKED_TREES = True  # a model tree's too (observe_yield)
 
     def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
-        self.verify: dict[int, Decayed] = {}  # tokens in the target pass -> seconds at level 1 (learn_pass)
-        self.level = Decayed(self.LEVEL_DECAY)  # the machine's speed now over the table's (learn_pass)
-        self.timed: dict[int, int] = {}  # passes behind each width's shape: its own, or PASS_PRIOR seeded
+        self.verify: dict[int, Decayed] = {}  # tokens in the target pass -> seconds
         self.seen_widths: set[int] = set()
         self.sources: dict[str, SourceCosts] = {}
         self.overhead = Decayed(decay)  # seconds per round spent outside the models (choosing k)
@@ -359,13 +353,11 @@ class CostModel:
         target pass times and per-round overhead (the same target on the same device)."""
         other = CostModel(self.decay, self.prior_alpha, self.prior_weight)
         other.verify, other.seen_widths, other.overhead = self.verify, self.seen_widths, self.overhead
-        other.level, other.timed = self.level, self.timed
         return other
 
     def to_json(self) -> dict:
         """What this model has learned, as plain JSON (persisted per pair and device by the callers)."""
-        level = self.level.mean or 1.0  # (saved as seconds now: a new process starts at level 1)
-        return {"decay": self.decay, "verify": {str(n): [d.weight, d.total * level] for n, d in self.verify.items()},
+        return {"decay": self.decay, "verify": {str(n): d.to_json() for n, d in self.verify.items()},
                 "seen_widths": sorted(self.seen_widths), "overhead": self.overhead.to_json(),
                 "sources": {name: costs.to_json() for name, costs in self.sources.items()},
                 "free": sorted(self.free)}
@@ -391,7 +383,6 @@ class CostModel:
             if not self.verify:  # (in place: other setups share this table; a seeded one stands alone)
                 for width, value in data["verify"].items():
                     self.verify[int(width)] = Decayed.from_json(value, decay)
-                    self.timed[int(width)] = int(self.PASS_PRIOR)  # (a shape learned before: measured)
             self.seen_widths |= set(data["seen_widths"])
             saved = Decayed.from_json(data["overhead"], decay)  # in place: other setups share this object
             self.overhead.weight, self.overhead.total = saved.weight, saved.total
@@ -590,40 +581,16 @@ class CostModel:
         neighbour's burst, a page fault), and a width timed by only such a pass priced every draft
         that would use it out of reach (on the Qwen pair v(4) read 250 ms between v(3) and v(5) at
         150 ms, and the stop rule, seeing one more token cost 100 ms, ended every model draft at 2).
-        A lasting change still shows: each pass moves the estimate by up to OUTLIER.
-
-        Level. v(n) = level x shape(n): the table (self.verify) holds each width's shape, its
-        seconds at the level it was measured at, and `level`, one factor every width shares, follows
-        the machine (PASS_LEVEL). Each pass first moves the level by its ratio to its width's shape
-        (decay LEVEL_DECAY: a few passes), then its own width's shape learns what is left of the
-        surprise (decay 0.9). Learned width by width alone, each estimate kept the machine's speed of
-        the last time its width was used: the width drafted most followed the machine and the rest
-        kept a slower minute's, a notch no sweep of every width shows, which then held the drafts
-        there. The Qwen pair over the two-per-task questions, the host ~20% faster after its first
-        two answers than at warm-up: v(5) read 177 ms beside v(1) = 204, v(4) = 250 and v(6) = 264
-        ms, and every maths round drafted exactly 4 tokens, full rounds or not; a run before, every
-        RAG round exactly 5 (docs/spec-bench/notes.md). With the level the shapes keep the table's
-        measured steps and every width follows the machine; the favourite width's shape takes a
-        small share of a lasting shift (about 6% of it for 20%: the level moves first). Only a width
-        whose shape is measured moves the level (seeded, restored, or PASS_PRIOR passes of its own):
-        the first passes at a width correct a guess off its neighbours' line, an error of the
-        shape, not the machine's. (A shift of the same seconds at every width, the try of af32cb9,
-        read level in an A/B.)"""
+        A lasting change still shows: each pass moves the estimate by up to OUTLIER."""
         known = self.verify.get(width)
         if known is None:
-            guess = self.shape(width)
+            guess = self.pass_seconds(width)
             known = self.verify[width] = Decayed(self.decay)
             if guess is not None:
                 known.add(guess, self.PASS_PRIOR)
-        if self.level.weight == 0:
-            self.level.add(1.0, self.PASS_PRIOR)  # the table's own level, worth what a seeded width is
         if known.mean is not None:
-            estimate = self.level.mean * known.mean
-            seconds = min(seconds, self.OUTLIER * estimate)
-            if self.PASS_LEVEL and self.timed.get(width, 0) >= self.PASS_PRIOR:  # (a short pass bounded too)
-                self.level.add(max(seconds, estimate / self.OUTLIER) / known.mean)
-        known.add(seconds / self.level.mean)
-        self.timed[width] = self.timed.get(width, 0) + 1
+            seconds = min(seconds, self.OUTLIER * known.mean)
+        known.add(seconds)
 
     def seed_verify(self, table) -> None:
         """Start v(n) from a table measured at warm-up (verify_costs.VerifyCosts): each width enters as
@@ -633,7 +600,6 @@ class CostModel:
             if width not in self.verify:
                 self.verify[width] = Decayed(self.decay)
                 self.verify[width].add(seconds, self.PASS_PRIOR)
-                self.timed[width] = int(self.PASS_PRIOR)
             self.seen_widths.add(width)
 
     def pass_seconds(self, width: float) -> float | None:
@@ -643,15 +609,9 @@ class CostModel:
 
     def pass_seconds_many(self, widths: Sequence[float]) -> list[float | None]:
         """v(width) for each width, the measured table sorted once (a policy prices every k of
-        every source each round: on a small model that bookkeeping is a share of a step), at the
-        machine's level now (learn_pass)."""
+        every source each round: on a small model that bookkeeping is a share of a step)."""
         known = sorted((n, d.mean) for n, d in self.verify.items() if d.mean is not None)
-        level = self.level.mean or 1.0
-        return [None if shape is None else level * shape for shape in (interpolate(known, w) for w in widths)]
-
-    def shape(self, width: float) -> float | None:
-        """v(width) at the table's level 1 (learn_pass): measured, or off the line between."""
-        return interpolate(sorted((n, d.mean) for n, d in self.verify.items() if d.mean is not None), width)
+        return [interpolate(known, width) for width in widths]
 
     def expected_tokens(self, source: str, k: int) -> float:
         return self.expected_tokens_upto(source, k)[k]
