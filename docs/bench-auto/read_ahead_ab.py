@@ -7,6 +7,11 @@ turns, each lane its own learned costs and recycling table; cold, then warm). Wh
 engine's 6-row cost cliff, although staged passes had read their next tokens already
 (docs/bench-auto/draft_round_parts.txt: 9-31 tokens in 2-4 passes where the guesses held).
 
+Not kept (read_ahead_ab.txt): 1.018 / 0.994 cold / warm, per turn 0.993 +- 0.017; the read-ahead lane
+made fewer tokens a pass on QA's 020 in both passes (3.6 and 2.6 against 6.0), not traced. The flag
+exists only at 9d4d58d, the commit that added this script; the next reverted the code, so at HEAD
+flag_ab refuses it.
+
     PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/read_ahead_ab.py > docs/bench-auto/read_ahead_ab.txt
 """
 from ab_session import flag_ab

@@ -56,8 +56,8 @@ class SurvivalRule:
     def horizon(self) -> int:
         return len(self.thresholds)
 
-    def keep_drafting(self, confidences: Sequence[float], read_ahead: int = 0) -> bool:
-        j = len(confidences)  # (read_ahead, what the draft has read of its next token, is not priced here)
+    def keep_drafting(self, confidences: Sequence[float]) -> bool:
+        j = len(confidences)
         if j >= len(self.thresholds):
             return False
         survive = 1.0

@@ -50,16 +50,6 @@ confidence this implies is neither fixed nor global: it moves with the verify-co
 wide pass keeps drafts going), the draft's cost, and how well this draft agrees with this target on
 this text.
 
-Read ahead. A staged draft pass (drafters/staged.py) reads the draft's next position and guesses
-of the ones after it; where its token is the guess, the row after it is already on its path, and
-that next token costs no draft pass more. So the rule prices drafting on to m at
-(m - j - r) d + v(m + 1) + o beyond the j drafted, r the tokens already read ahead (r <= 1 as the
-drafter asks: its next row's token is known only once read). d stays the mean over every drafted
-token, those read ahead included, so tokens not read ahead are priced a little low where guesses
-hold often. Priced at d, a draft on copied text (a retrieval answer, a summary) stopped at the
-cost cliff of the pass table (6 rows on the fast CPU engine) although its next tokens were read
-already: 5 drafted and 5 kept, round after round (docs/spec-bench/notes.md, 2026-11-28).
-
 This text. The calibration is the pair's, learned over every text; a text that copies (a retrieval
 answer quoting its passages, a summary) keeps more at each confidence than the pair's average, and
 text the two models part on keeps less. So the rule reads a(c) through this request's own offset in
@@ -228,11 +218,9 @@ class StopRule:
     # position's average is a_bar (the module docstring's "After an unsure token"); None: a_bar.
     after: Callable[[float, float], float] | None = None
 
-    def keep_drafting(self, confidences: Sequence[float], read_ahead: int = 0) -> bool:
+    def keep_drafting(self, confidences: Sequence[float]) -> bool:
         """After drafting len(confidences) tokens: would drafting on to some depth up to the horizon
-        raise the round's expected rate? read_ahead: the tokens after them that the draft has already
-        read (a staged pass's rows on its own path, drafters/staged.py), which cost no draft pass
-        more: drafting on to m costs (m - j - read_ahead) d more, not (m - j) d (see "Read ahead")."""
+        raise the round's expected rate?"""
         j = len(confidences)
         survive, expected = 1.0, 1.0
         for confidence in confidences:
@@ -246,7 +234,6 @@ class StopRule:
                 alpha = self.after(confidences[-1], alpha)
             survive *= alpha
             expected += survive
-            drafted = m - min(read_ahead, m - j)  # draft passes' tokens, the ones read ahead free
-            if expected / (drafted * self.draft_seconds + self.pass_seconds(m + 1) + self.overhead) > now:
+            if expected / (m * self.draft_seconds + self.pass_seconds(m + 1) + self.overhead) > now:
                 return True
         return False

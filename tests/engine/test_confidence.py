@@ -84,60 +84,6 @@ def test_the_stop_rule_looks_past_a_dear_width_to_cheap_ones():
     assert not StopRule(lambda c: c, (0.9,), 0.05, v.__getitem__, horizon=2).keep_drafting([0.8])
 
 
-def test_a_token_read_ahead_costs_no_draft_pass():
-    """The fast CPU engine's table: passes over up to 6 rows cost alike, the 7th row 0.075 s more;
-    d = 0.032 s, a(c) = c, a_bar = 0.95. After 5 tokens at 0.95 (E = 5.30 in 0.335 s: 15.8/s), drafting
-    on to 11 yields 9.19 in 0.602 s (15.3/s), so the draft stops at the cliff. Where the draft has
-    already read its next token (a staged pass's guess held), the same 11 cost one draft token less,
-    0.570 s (16.1/s), and it drafts on."""
-    v = lambda n: 0.175 if n <= 6 else 0.25  # noqa: E731
-    rule = StopRule(lambda c: c, (0.95,), 0.032, v, horizon=11)
-    assert not rule.keep_drafting([0.95] * 5)
-    assert rule.keep_drafting([0.95] * 5, read_ahead=1)
-    assert rule.keep_drafting([0.95] * 5, read_ahead=3) and not rule.keep_drafting([0.5] * 5, read_ahead=1)
-
-
-class Recording:
-    """A stop rule that never stops and records what the drafter told it of each token."""
-
-    def __init__(self):
-        self.read_ahead: list[int] = []
-
-    def keep_drafting(self, confidences, read_ahead=0):
-        self.read_ahead.append(read_ahead)
-        return True
-
-
-class Oracle:
-    """Guesses of the draft's own greedy continuation of prompt (every guess holds), or of tokens it
-    never drafts (none holds)."""
-
-    def __init__(self, prompt, continuation, wrong=False):
-        self.prompt, self.continuation, self.wrong = prompt, continuation, wrong
-
-    def guess(self, ids, m):
-        ahead = self.continuation[len(ids) - len(self.prompt):][:m]
-        return [(t + 1) % 32 if self.wrong else t for t in ahead]
-
-
-@pytest.mark.parametrize("guesses_hold", [True, False])
-def test_the_drafter_tells_the_stop_rule_which_tokens_it_has_read_ahead(guesses_hold, monkeypatch):
-    draft = tiny_model("llama", seed=3, vocab=32)
-    prompt = [5, 9, 14, 22, 31, 5, 9]
-    continuation = [e.token for e in standard_decode(CachedModel(draft), prompt, Sampling(), 12)]
-    drafter = ModelDrafter(draft, 32, guesser=Oracle(prompt, continuation, wrong=not guesses_hold))
-    rule = Recording()
-    out = drafter.propose(prompt, 8, Sampling(), torch.Generator(), stop=rule)
-    assert out.tokens == continuation[:8]  # guesses change the passes, never the draft
-    assert len(rule.read_ahead) == 8
-    assert (sum(rule.read_ahead) > 0) == guesses_hold  # (the first passes time the budget: no guesses)
-    monkeypatch.setattr(ModelDrafter, "READ_AHEAD", False)
-    drafter.reset()
-    rule = Recording()
-    drafter.propose(prompt, 8, Sampling(), torch.Generator(), stop=rule)
-    assert rule.read_ahead == [0] * 8
-
-
 def test_after_an_unsure_token_the_next_is_expected_as_unsure():
     """A pass over 5 tokens costs what one over 2 does (this CPU's table), d = 0.02 s, a_bar = 0.8.
     After a first token at 0.2 (a(c) = c), expected at the position average the three tokens after it
@@ -238,7 +184,7 @@ class Threshold:
     def __init__(self, below):
         self.below = below
 
-    def keep_drafting(self, confidences, read_ahead=0):
+    def keep_drafting(self, confidences):
         return confidences[-1] >= self.below
 
 

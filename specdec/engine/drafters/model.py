@@ -19,7 +19,6 @@ class ModelDrafter(DrafterBase):
     """A small causal LM with its own KV cache, drafting autoregressively."""
 
     name = "draft-model"
-    READ_AHEAD = True  # the stop rule told of the next token a staged pass has read (confidence.py)
 
     @classmethod
     def from_options(cls, options: DrafterOptions, drafter: str = "draft-model",
@@ -87,11 +86,7 @@ class ModelDrafter(DrafterBase):
                 rows.append(probs_from_logits(logits, sampling))
                 kept.append(sample_from(rows[-1], uniforms(1, generator)[0]))
             confidences.append(self._confidence(rows[-1], kept[-1], sampling.greedy))
-            # The next token is read already where this one is its guess: the next row is on the path.
-            read_ahead = int(self.READ_AHEAD and i < len(guesses) and kept[-1] == guesses[i])
-            if confidences[-1] < self.confidence:
-                return kept, True
-            if stop is not None and not stop.keep_drafting(confidences, read_ahead):
+            if confidences[-1] < self.confidence or (stop is not None and not stop.keep_drafting(confidences)):
                 return kept, True
             if i == len(guesses) or kept[-1] != guesses[i]:
                 break
