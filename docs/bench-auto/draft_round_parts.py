@@ -9,43 +9,62 @@ spread over the tokens (and so over-price deep drafts)?
 
     PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/draft_round_parts.py > docs/bench-auto/draft_round_parts.txt
 """
-import time, statistics, collections
+import collections
+import statistics
+import time
 from dataclasses import replace
+
 from ab_session import BASE, qwen_pair
 from specdec.bench import spec_bench
-from specdec.engine.drafters import model as M, mixed as X
-from specdec.engine import kvcache as KV
+from specdec.engine.drafters.mixed import MixedDrafter
+from specdec.engine.drafters.model import ModelDrafter
+from specdec.engine.kvcache import CachedModel
 
 questions = {q.id: q for q in spec_bench.read_questions(spec_bench.SAMPLE)}
 pair = qwen_pair()
 pair.warm_up(pair.auto(replace(BASE, prompt=questions["specdec-009"].turns[0])))
-cur = {}
-prop, obs, logits = M.ModelDrafter.propose, X.MixedDrafter.observe, KV.CachedModel.logits
-def t_prop(self, *a, **k):
-    cur["passes"] = []; t = time.perf_counter(); cur["in"] = True
-    d = prop(self, *a, **k); cur["propose"] = time.perf_counter() - t; cur["in"] = False
-    return d
-def t_obs(self, *a, **k):
-    t = time.perf_counter(); r = obs(self, *a, **k); cur["observe"] = time.perf_counter() - t; return r
-def t_logits(self, ids, n, *a, **k):
-    if not cur.get("in"):
-        return logits(self, ids, n, *a, **k)
-    t = time.perf_counter(); r = logits(self, ids, n, *a, **k); cur["passes"].append((n, time.perf_counter() - t)); return r
-M.ModelDrafter.propose, X.MixedDrafter.observe, KV.CachedModel.logits = t_prop, t_obs, t_logits
-rows = []
+this_round: dict = {}  # what the wrappers timed in the round under way
+propose, observe, logits = ModelDrafter.propose, MixedDrafter.observe, CachedModel.logits
+
+
+def timed_propose(self, *args, **kwargs):
+    this_round.update(passes=[], proposing=True)
+    start = time.perf_counter()
+    draft = propose(self, *args, **kwargs)
+    this_round.update(propose=time.perf_counter() - start, proposing=False)
+    return draft
+
+
+def timed_observe(self, *args, **kwargs):
+    start = time.perf_counter()
+    observe(self, *args, **kwargs)
+    this_round["observe"] = time.perf_counter() - start
+
+
+def timed_logits(self, ids, n, *args, **kwargs):
+    """A draft pass inside propose, timed; any other pass (the target's) untouched."""
+    if not this_round.get("proposing"):
+        return logits(self, ids, n, *args, **kwargs)
+    start = time.perf_counter()
+    out = logits(self, ids, n, *args, **kwargs)
+    this_round["passes"].append(time.perf_counter() - start)
+    return out
+
+
+ModelDrafter.propose, MixedDrafter.observe, CachedModel.logits = timed_propose, timed_observe, timed_logits
+by_k = collections.defaultdict(list)  # tokens drafted -> (counted, propose, passes, pass count, observe, policy)
 for qid in "009 018 022 025 024".split():
-    q = questions["specdec-" + qid]
-    for r in pair.speculative(pair.auto(replace(BASE, prompt=q.turns[0]))):
+    request = pair.auto(replace(BASE, prompt=questions["specdec-" + qid].turns[0]))
+    for r in pair.speculative(request):
         if r.round and r.drafted and (r.source or "").startswith("draft-model"):
-            passes = cur.get("passes", [])
-            rows.append((len(r.drafted), r.catch_up, cur.get("propose", 0), sum(s for _, s in passes), len(passes),
-                         cur.get("observe", 0), r.draft_seconds - r.policy_seconds, r.policy_seconds))
-        cur.clear()
-by = collections.defaultdict(list)
-for row in rows:
-    by[row[0]].append(row)
+            passes = this_round.get("passes", [])
+            by_k[len(r.drafted)].append((r.draft_seconds - r.policy_seconds, this_round.get("propose", 0.0),
+                                         sum(passes), len(passes), this_round.get("observe", 0.0), r.policy_seconds))
+        this_round.clear()
 print("k n | median ms: drafting(counted) propose passes(n) outside-passes observe policy")
-for k in sorted(by):
-    rs = by[k]; med = lambda i: 1e3 * statistics.median(r[i] for r in rs)
-    print(f"{k:2d} {len(rs):2d} | {med(6):6.1f} {med(2):6.1f} {med(3):6.1f}({statistics.median(r[4] for r in rs):.0f}) "
-          f"{med(2) - med(3):5.1f} {med(5):5.1f} {med(7):5.1f}")
+for k, rounds in sorted(by_k.items()):
+    def median_ms(i):
+        return 1e3 * statistics.median(r[i] for r in rounds)
+    print(f"{k:2d} {len(rounds):2d} | {median_ms(0):6.1f} {median_ms(1):6.1f} {median_ms(2):6.1f}"
+          f"({statistics.median(r[3] for r in rounds):.0f}) {median_ms(1) - median_ms(2):5.1f} "
+          f"{median_ms(4):5.1f} {median_ms(5):5.1f}")
