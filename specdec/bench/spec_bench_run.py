@@ -370,6 +370,9 @@ def main(args, pair_loader, log=lambda m: print(m, file=sys.stderr)) -> None:
         # Questions so far go beside the results, which a finished run alone replaces (an earlier
         # run's complete file is not lost to one stopped halfway).
         partial = out / "spec_bench.partial.json"
+        if path.exists():  # (one --out per setup: a second setup's run would replace the first's unsaid)
+            log(f"--out {out} holds a finished run's results ({_described(path)}): "
+                "this run replaces them when it finishes")
         results = run(args, questions, pair_loader(), log, lambda so_far: save_json(partial, so_far))
         save_json(path, results)
         partial.unlink(missing_ok=True)
@@ -380,6 +383,15 @@ def main(args, pair_loader, log=lambda m: print(m, file=sys.stderr)) -> None:
                     f"## Spec-Bench-style leaderboard: {section_key(results['meta'])}\n\n"
                     f"Results: `{path}`.\n\n{text}")
     print(text)
+
+
+def _described(path: Path) -> str:
+    """A finished run's results at path in a few words: its pair, questions and suite."""
+    try:
+        earlier = json.loads(path.read_text())["meta"]
+        return f"{earlier['target']}, {earlier['questions']} questions from {earlier['suite']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a file this version cannot read"
 
 
 def check_writable(out: Path, report: Path | None) -> None:

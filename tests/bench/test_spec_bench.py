@@ -364,9 +364,15 @@ def test_a_run_stopped_halfway_keeps_its_questions_beside_the_last_complete_resu
     partial = json.loads((out / "spec_bench.partial.json").read_text())
     assert partial["meta"]["questions"] == 1 and partial["meta"]["planned"] == 2 and len(partial["answers"]) == 2
     monkeypatch.setattr(spec_bench_run, "answer_question", real)
-    spec_bench_run.main(args, lambda: pair, log=lambda message: None)
+    said: list[str] = []
+    spec_bench_run.main(args, lambda: pair, log=said.append)
     assert json.loads((out / "spec_bench.json").read_text())["meta"]["questions"] == 2
     assert not (out / "spec_bench.partial.json").exists()
+    # A run into a folder that holds finished results says so before it starts, and whose they are.
+    assert any("replaces them" in line and "a file this version cannot read" in line for line in said)
+    said.clear()
+    spec_bench_run.main(args, lambda: pair, log=said.append)
+    assert any("replaces them" in line and "2 questions from" in line for line in said)
 
 
 def test_every_lane_is_warmed_up_off_the_clock_transformers_too(monkeypatch):
