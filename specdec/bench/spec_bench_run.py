@@ -386,10 +386,10 @@ def main(args, pair_loader, log=lambda m: print(m, file=sys.stderr)) -> None:
 
 
 def _described(path: Path) -> str:
-    """A finished run's results at path in a few words: its pair, questions and suite."""
+    """A finished run's results at path in a few words: its setup (section_key), questions and suite."""
     try:
         earlier = json.loads(path.read_text())["meta"]
-        return f"{earlier['target']}, {earlier['questions']} questions from {earlier['suite']}"
+        return f"{section_key(earlier)}, {earlier['questions']} questions from {earlier['suite']}"
     except (OSError, ValueError, KeyError, TypeError):
         return "a file this version cannot read"
 
