@@ -12,10 +12,9 @@ answer is replayed as rounds:
 
     fixed k:  drafts k, keeps m = min(k, run), commits m + 1 tokens, costs k c + v(k + 1);
     oracle:   drafts exactly the run (up to K = 32) it will keep, so commits run + 1 tokens for
-              run c + v(run + 1), and a plain step v(1) where the run is 0: no stop rule can do
-              better with this draft, since every round pays at least one target pass and a draft
-              pass for each token the draft itself supplies;
-
+              run c + v(run + 1), and a plain step v(1) where the run is 0: every round pays one
+              target pass and a draft pass for each token the draft supplies, and this one wastes
+              neither (a rule that split a long run where v(n) jumps could do a little better);
     conf < tau: drafts until a drafted token's own probability (the draft's top-1 probability) is
               below tau (transformers' confidence stop; the token that fell below stays drafted), or
               32, and keeps the run within what it drafted. Exact up to the first token the target
@@ -29,7 +28,6 @@ reading back a correction) are left out: the bound is generous. Scored with Spec
     PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/draft_bound.py > docs/bench-auto/draft_bound.txt
 """
 import json
-import statistics
 from dataclasses import replace
 from pathlib import Path
 
