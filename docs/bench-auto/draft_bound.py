@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 
 from ab_session import BASE
+from draft_quantization import answer_logits
 from specdec.bench import spec_bench
 from specdec.engine.kvcache import CachedModel
 from specdec.engine.pair import Pair
@@ -50,10 +51,7 @@ MEASURED = Path("docs/spec-bench/qwen-fp32-tasks/spec_bench.json")
 def agreements(draft: torch.nn.Module, prompt: list[int], answer: list[int]) -> tuple[list[bool], list[float]]:
     """Whether the draft's top-1 after prompt + answer[:t] is answer[t], and that top-1's probability,
     for every t."""
-    with torch.inference_mode():
-        logits = draft(input_ids=torch.tensor([prompt + answer])).logits[0].float()
-    rows = logits[len(prompt) - 1: len(prompt) - 1 + len(answer)]
-    top = rows.softmax(-1).max(-1)
+    top = answer_logits(draft, prompt, answer).softmax(-1).max(-1)
     return [int(i) == token for i, token in zip(top.indices, answer)], top.values.tolist()
 
 

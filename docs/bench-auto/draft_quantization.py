@@ -91,10 +91,15 @@ def with_threshold(model: torch.nn.Module, threshold: float) -> torch.nn.Module:
     return model
 
 
-def ranks(draft: torch.nn.Module, prompt: list[int], answer: list[int]) -> list[int]:
+def answer_logits(draft: torch.nn.Module, prompt: list[int], answer: list[int]) -> torch.Tensor:
+    """The draft's logits for each answer position, given the true prefix: one teacher-forced pass."""
     with torch.inference_mode():
         logits = draft(input_ids=torch.tensor([prompt + answer])).logits[0].float()
-    rows = logits[len(prompt) - 1: len(prompt) - 1 + len(answer)]
+    return logits[len(prompt) - 1: len(prompt) - 1 + len(answer)]
+
+
+def ranks(draft: torch.nn.Module, prompt: list[int], answer: list[int]) -> list[int]:
+    rows = answer_logits(draft, prompt, answer)
     return [int((row > row[token]).sum()) for row, token in zip(rows, answer)]
 
 
