@@ -22,6 +22,10 @@ differ); it needs neither gradio nor plotly. The output beside it is the last ru
    bf16: medians of interleaved timed runs after a warm-up, the same tokens. The baseline must not be
    handicapped on this device either.
 4. transformers' assisted generation as the bench runs it (spec_bench_run._peer_turn) on the device.
+5. The CLI as a user runs it, on model folders saved to disk (`python -m specdec generate`, no
+   --device): the loader must pick the GPU and bf16 by itself, keep both models eager, leave an
+   `--auto` draft unquantized there (int8 is CPU-only), persist the learned costs, and both lanes'
+   tokens must agree.
 """
 from __future__ import annotations
 
@@ -172,6 +176,34 @@ def assisted_peer() -> None:
                               f"{result['accept_lengths'][0]:.1f} tokens a target pass")
 
 
+def cli_on_device() -> None:
+    """5. `python -m specdec generate` on saved folders, the device and dtype left to the loader."""
+    import json
+    import os
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from helpers import make_pair_folders
+
+    root = Path(tempfile.mkdtemp())
+    folders = make_pair_folders(root)
+    env = dict(os.environ, SPECDEC_COSTS=str(root / "costs"))
+    for extra in (["--drafter", "draft-model", "--k", "4"], ["--auto"]):
+        command = [sys.executable, "-m", "specdec", "generate", "--target", folders["target"], "--draft",
+                   folders["draft"], *extra, "--prompt", "the cat sat on the mat", "--max-new-tokens", "40", "--json"]
+        done = subprocess.run(command, capture_output=True, text=True, env=env)
+        if done.returncode:
+            check(False, f"generate {' '.join(extra)}: exit {done.returncode}: {done.stderr[-400:]}")
+            continue
+        stats, log = json.loads(done.stdout)["stats"], done.stderr
+        picked = f"(torch.bfloat16, {DEVICE.type})" in log and "int8" not in log
+        check(stats["identical"] and stats["alpha"] > 0 and picked,
+              f"CLI generate {' '.join(extra)}: bf16 on {DEVICE.type} chosen by the loader, no int8, "
+              f"identical lanes, alpha {stats['alpha']:.2f} over {stats['rounds']} rounds")
+    check(any((root / "costs").glob("*.json")), "CLI --auto: the learned costs persisted per pair and device")
+
+
 if __name__ == "__main__":
     import transformers
 
@@ -185,5 +217,6 @@ if __name__ == "__main__":
     assisted_peer()
     if DEVICE.type == "cuda":
         standard_against_generate()
+        cli_on_device()
     print(f"{len(failures)} failed" if failures else "all passed")
     sys.exit(1 if failures else 0)
