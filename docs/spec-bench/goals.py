@@ -24,6 +24,7 @@ AUTO, PEER = "auto", "transformers assisted (defaults)"
 EAGER_PEER = f"{PEER}, eager engine"
 # The Qwen pair's greedy runs on the fast engine, int8 draft unless named (run.sh says what each is);
 # an overall figure is read only off the runs of all six tasks.
+SMOLLM2_GREEDY = ("smollm2", "smollm2-held-out")  # the held-out run: the sample's other 13 questions
 QWEN_SIX_TASKS = ("qwen", "qwen-tasks", "qwen-two-per-task", "qwen-fast", "qwen-fp32-tasks")
 QWEN_GREEDY = QWEN_SIX_TASKS + ("qwen-long", "translation", "translation/saved-costs", "rag-short")
 QWEN_SAMPLED = ("qwen-sampled", "qwen-sampled-tasks", "translation/sampled")
@@ -67,9 +68,9 @@ GOALS = (
          over(PEER), True),
     Goal("auto >= 1.5x transformers' defaults on the eager model, overall", ("qwen-engines",), 1.5, over(EAGER_PEER),
          False),
-    Goal("auto >= 1.0x our standard decoding on every task (SmolLM2, no draft model)", ("smollm2",), 1.0,
+    Goal("auto >= 1.0x our standard decoding on every task (SmolLM2, no draft model)", SMOLLM2_GREEDY, 1.0,
          speedups(AUTO), True),
-    Goal("auto >= 1.15x our standard decoding overall (SmolLM2, no draft model)", ("smollm2",), 1.15, speedups(AUTO),
+    Goal("auto >= 1.15x our standard decoding overall (SmolLM2, no draft model)", SMOLLM2_GREEDY, 1.15, speedups(AUTO),
          False),
     Goal("auto >= 1.0x our standard decoding on every task, sampled (T = 0.7, top-p 0.9)",
          QWEN_SAMPLED + ("smollm2-sampled",), 1.0, speedups(AUTO), True),

@@ -27,6 +27,9 @@
 #   run.sh translation      the Qwen pair on docs/spec-bench/translation/questions.jsonl (ten translation
 #                           answers): auto and transformers, greedy from no saved costs, greedy again from
 #                           the costs that run saved, and sampled (~25 minutes; the folder's README)
+#   run.sh smollm2-held-out  SmolLM2-135M alone on the 13 sample questions the seed-0 draw leaves out (none
+#                           of them ever studied while tuning the policy): prompt lookup and auto, greedy
+#                           (~10 minutes)
 #   run.sh report           only rebuild docs/SPEC-BENCH.md from the results
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -42,8 +45,13 @@ subset=(--suite specdec/bench/prompts/spec_bench_sample.jsonl --per-category 1 -
 # the ones the policy was studied on.
 two_per_task=(--suite specdec/bench/prompts/spec_bench_sample.jsonl --per-category 2 --sample-seed 0 --max-new-tokens 128
         --prompts specdec-008,specdec-009,specdec-016,specdec-017,specdec-018,specdec-019,specdec-020,specdec-021,specdec-022,specdec-023,specdec-024,specdec-025)
+# The other question of every category: the half of the sample the runs above never draw.
+held_out=(--suite specdec/bench/prompts/spec_bench_sample.jsonl --per-category 2 --sample-seed 0 --max-new-tokens 128
+        --prompts specdec-000,specdec-002,specdec-005,specdec-006,specdec-008,specdec-010,specdec-012,specdec-014,specdec-016,specdec-019,specdec-021,specdec-022,specdec-025)
 case "${1:-report}" in
     smollm2) $python -m specdec bench "${sample[@]}" --out docs/spec-bench/smollm2 ;;
+    smollm2-held-out) $python -m specdec bench "${held_out[@]}" --repeats 2 --drafters prompt-lookup,auto \
+              --out docs/spec-bench/smollm2-held-out ;;
     qwen) $python -m specdec bench "${sample[@]}" "${qwen[@]}" --drafters draft-model,auto,transformers \
               --out docs/spec-bench/qwen ;;
     qwen-recycling) $python -m specdec bench "${sample[@]}" --target qwen-coder-1.5b --drafters recycling \
@@ -87,6 +95,7 @@ declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
         [qwen-recycling]="Qwen2.5-Coder-1.5B, no draft model, greedy"
         [qwen-engines]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, one question per task: fast and eager engines"
         [smollm2]="SmolLM2-135M, no draft model, greedy"
+        [smollm2-held-out]="SmolLM2-135M, no draft model, greedy, the 13 questions the other runs never draw"
         [qwen-sampled]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, sampled (T = 0.7, top-p 0.9)"
         [qwen-tasks]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, one question per task"
         [qwen-two-per-task]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, two questions per task"
@@ -104,7 +113,7 @@ declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
   echo "Read off the runs below by \`docs/spec-bench/goals.py\` (Spec-Bench's arithmetic; a task of one question is one answer's worth). Where a goal is missed, \"What it says\" below says why, with the numbers. The goals on the bench's own categories are in docs/AUTO.md."
   echo
   $python docs/spec-bench/goals.py
-  for setup in qwen qwen-engines qwen-tasks qwen-two-per-task qwen-long qwen-fp32-tasks qwen-recycling smollm2 qwen-sampled qwen-sampled-tasks smollm2-sampled; do
+  for setup in qwen qwen-engines qwen-tasks qwen-two-per-task qwen-long qwen-fp32-tasks qwen-recycling smollm2 smollm2-held-out qwen-sampled qwen-sampled-tasks smollm2-sampled; do
     [[ -f docs/spec-bench/$setup/spec_bench.md ]] || continue
     echo
     echo "## ${titles[$setup]}"
