@@ -30,6 +30,7 @@
 #   run.sh smollm2-held-out  SmolLM2-135M alone on the 13 sample questions the seed-0 draw leaves out (none
 #                           of them ever studied while tuning the policy): prompt lookup and auto, greedy
 #                           (~10 minutes)
+#   run.sh qwen-held-out    as qwen on those 13 questions (~40 minutes)
 #   run.sh report           only rebuild docs/SPEC-BENCH.md from the results
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -52,6 +53,8 @@ case "${1:-report}" in
     smollm2) $python -m specdec bench "${sample[@]}" --out docs/spec-bench/smollm2 ;;
     smollm2-held-out) $python -m specdec bench "${held_out[@]}" --repeats 2 --drafters prompt-lookup,auto \
               --out docs/spec-bench/smollm2-held-out ;;
+    qwen-held-out) $python -m specdec bench "${held_out[@]}" --repeats 2 "${qwen[@]}" \
+              --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-held-out ;;
     qwen) $python -m specdec bench "${sample[@]}" "${qwen[@]}" --drafters draft-model,auto,transformers \
               --out docs/spec-bench/qwen ;;
     qwen-recycling) $python -m specdec bench "${sample[@]}" --target qwen-coder-1.5b --drafters recycling \
@@ -95,6 +98,7 @@ declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
         [qwen-recycling]="Qwen2.5-Coder-1.5B, no draft model, greedy"
         [qwen-engines]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, one question per task: fast and eager engines"
         [smollm2]="SmolLM2-135M, no draft model, greedy"
+        [qwen-held-out]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, the 13 questions the other runs never draw"
         [smollm2-held-out]="SmolLM2-135M, no draft model, greedy, the 13 questions the other runs never draw"
         [qwen-sampled]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, sampled (T = 0.7, top-p 0.9)"
         [qwen-tasks]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, one question per task"
@@ -113,7 +117,7 @@ declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
   echo "Read off the runs below by \`docs/spec-bench/goals.py\` (Spec-Bench's arithmetic; a task of one question is one answer's worth). Where a goal is missed, \"What it says\" below says why, with the numbers. The goals on the bench's own categories are in docs/AUTO.md."
   echo
   $python docs/spec-bench/goals.py
-  for setup in qwen qwen-engines qwen-tasks qwen-two-per-task qwen-long qwen-fp32-tasks qwen-recycling smollm2 smollm2-held-out qwen-sampled qwen-sampled-tasks smollm2-sampled; do
+  for setup in qwen qwen-engines qwen-tasks qwen-two-per-task qwen-held-out qwen-long qwen-fp32-tasks qwen-recycling smollm2 smollm2-held-out qwen-sampled qwen-sampled-tasks smollm2-sampled; do
     [[ -f docs/spec-bench/$setup/spec_bench.md ]] || continue
     echo
     echo "## ${titles[$setup]}"
