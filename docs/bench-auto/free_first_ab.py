@@ -3,7 +3,7 @@ against 8, every source's (policy.CARRIED_EVIDENCE), on the Qwen pair (Qwen2.5-C
 0.5B, greedy, 128 tokens) over ab_session.py's session (21 turns, each lane its own learned costs and
 recycling table; cold, then warm). The variant is patched in here only (CARRIED_FREE_FIRST).
 
-Why: in `run.sh qwen-held-out` auto lost to the draft model at k = 4 only on the two shortest answers
+Why: in `run.sh qwen-other-half` auto lost to the draft model at k = 4 only on the two shortest answers
 (a translation of 16 tokens, a QA answer of 11: 1.18x and 1.24x its time), where 6 of their 15
 rounds went to prompt lookup or token recycling and each kept nothing: their first position came
 carried from the answers before (a summary, which copies), at 8 observations against this text's

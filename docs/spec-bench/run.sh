@@ -27,10 +27,11 @@
 #   run.sh translation      the Qwen pair on docs/spec-bench/translation/questions.jsonl (ten translation
 #                           answers): auto and transformers, greedy from no saved costs, greedy again from
 #                           the costs that run saved, and sampled (~25 minutes; the folder's README)
-#   run.sh smollm2-held-out  SmolLM2-135M alone on the 13 sample questions the seed-0 draw leaves out (none
-#                           of them ever studied while tuning the policy): prompt lookup and auto, greedy
-#                           (~10 minutes)
-#   run.sh qwen-held-out    as qwen on those 13 questions (~40 minutes)
+#   run.sh smollm2-other-half  SmolLM2-135M alone on the 13 sample questions the seed-0 draw leaves out
+#                           (no table above holds them but qwen-two-per-task's six; nine are among
+#                           the A/B scripts' session, docs/bench-auto/ab_session.py): prompt lookup and
+#                           auto, greedy (~10 minutes)
+#   run.sh qwen-other-half    as qwen on those 13 questions (~40 minutes)
 #   run.sh report           only rebuild docs/SPEC-BENCH.md from the results
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -43,18 +44,18 @@ sampled=(--temperatures 0.7)
 subset=(--suite specdec/bench/prompts/spec_bench_sample.jsonl --per-category 1 --sample-seed 0 --max-new-tokens 128
         --prompts specdec-009,specdec-017,specdec-018,specdec-020,specdec-023,specdec-024)
 # Both questions of each of those categories: a task's figure over two questions, six of them not
-# the ones the policy was studied on.
+# in the seed-0 draw (three of those six are in the A/B scripts' session, docs/bench-auto/ab_session.py).
 two_per_task=(--suite specdec/bench/prompts/spec_bench_sample.jsonl --per-category 2 --sample-seed 0 --max-new-tokens 128
         --prompts specdec-008,specdec-009,specdec-016,specdec-017,specdec-018,specdec-019,specdec-020,specdec-021,specdec-022,specdec-023,specdec-024,specdec-025)
-# The other question of every category: the half of the sample the runs above never draw.
-held_out=(--suite specdec/bench/prompts/spec_bench_sample.jsonl --per-category 2 --sample-seed 0 --max-new-tokens 128
+# The other question of every category: the half of the sample the seed-0 draw leaves out.
+other_half=(--suite specdec/bench/prompts/spec_bench_sample.jsonl --per-category 2 --sample-seed 0 --max-new-tokens 128
         --prompts specdec-000,specdec-002,specdec-005,specdec-006,specdec-008,specdec-010,specdec-012,specdec-014,specdec-016,specdec-019,specdec-021,specdec-022,specdec-025)
 case "${1:-report}" in
     smollm2) $python -m specdec bench "${sample[@]}" --out docs/spec-bench/smollm2 ;;
-    smollm2-held-out) $python -m specdec bench "${held_out[@]}" --repeats 2 --drafters prompt-lookup,auto \
-              --out docs/spec-bench/smollm2-held-out ;;
-    qwen-held-out) $python -m specdec bench "${held_out[@]}" --repeats 2 "${qwen[@]}" \
-              --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-held-out ;;
+    smollm2-other-half) $python -m specdec bench "${other_half[@]}" --repeats 2 --drafters prompt-lookup,auto \
+              --out docs/spec-bench/smollm2-other-half ;;
+    qwen-other-half) $python -m specdec bench "${other_half[@]}" --repeats 2 "${qwen[@]}" \
+              --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-other-half ;;
     qwen) $python -m specdec bench "${sample[@]}" "${qwen[@]}" --drafters draft-model,auto,transformers \
               --out docs/spec-bench/qwen ;;
     qwen-recycling) $python -m specdec bench "${sample[@]}" --target qwen-coder-1.5b --drafters recycling \
@@ -98,8 +99,8 @@ declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
         [qwen-recycling]="Qwen2.5-Coder-1.5B, no draft model, greedy"
         [qwen-engines]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, one question per task: fast and eager engines"
         [smollm2]="SmolLM2-135M, no draft model, greedy"
-        [qwen-held-out]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, the 13 questions the other runs never draw"
-        [smollm2-held-out]="SmolLM2-135M, no draft model, greedy, the 13 questions the other runs never draw"
+        [qwen-other-half]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, the other 13 questions of the sample"
+        [smollm2-other-half]="SmolLM2-135M, no draft model, greedy, the other 13 questions of the sample"
         [qwen-sampled]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, sampled (T = 0.7, top-p 0.9)"
         [qwen-tasks]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, one question per task"
         [qwen-two-per-task]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, two questions per task"
@@ -117,7 +118,7 @@ declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
   echo "Read off the runs below by \`docs/spec-bench/goals.py\` (Spec-Bench's arithmetic; a task of one question is one answer's worth). Where a goal is missed, \"What it says\" below says why, with the numbers. The goals on the bench's own categories are in docs/AUTO.md."
   echo
   $python docs/spec-bench/goals.py
-  for setup in qwen qwen-engines qwen-tasks qwen-two-per-task qwen-held-out qwen-long qwen-fp32-tasks qwen-recycling smollm2 smollm2-held-out qwen-sampled qwen-sampled-tasks smollm2-sampled; do
+  for setup in qwen qwen-engines qwen-tasks qwen-two-per-task qwen-other-half qwen-long qwen-fp32-tasks qwen-recycling smollm2 smollm2-other-half qwen-sampled qwen-sampled-tasks smollm2-sampled; do
     [[ -f docs/spec-bench/$setup/spec_bench.md ]] || continue
     echo
     echo "## ${titles[$setup]}"
