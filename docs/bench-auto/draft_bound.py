@@ -96,7 +96,9 @@ def turns(pair: Pair, question) -> list[tuple[list[int], list[int]]]:
     return out
 
 
-def main() -> None:
+def setup():
+    """The target, its fp32 and int8 drafts, the sample's questions, the target's answers to QUESTIONS
+    (turns) and a context to time passes after (the first prompt, up to 128 tokens)."""
     quiet = lambda message: None  # noqa: E731
     target = load_model("qwen-coder-1.5b", None, None, False, log=quiet)
     drafts = {"fp32": load_model("qwen-coder-0.5b", target.device, target.dtype, False, log=quiet).model,
@@ -105,7 +107,11 @@ def main() -> None:
     pair = Pair(target)
     questions = {q.id: q for q in spec_bench.read_questions(spec_bench.SAMPLE)}
     answered = {qid: turns(pair, questions[qid]) for qid in QUESTIONS}
-    context = answered[QUESTIONS[0]][0][0][:128]
+    return target, drafts, questions, answered, answered[QUESTIONS[0]][0][0][:128]
+
+
+def main() -> None:
+    target, drafts, questions, answered, context = setup()
     widths = tuple(range(1, 12)) + (17, 33)
     table = measure_verify_costs(CachedModel(target.model), context, widths, repeats=5)
     print("# target pass v(n) in ms, fast engine, after a", len(context), "token prompt:")

@@ -35,13 +35,11 @@ less.
 """
 import torch
 
-from draft_bound import QUESTIONS, runs, turns
+from draft_bound import QUESTIONS, runs, setup
 from draft_quantization import answer_logits
 from specdec.bench import spec_bench
 from specdec.engine.kvcache import CachedModel
-from specdec.engine.pair import Pair
 from specdec.engine.verify_costs import measure_draft_step, measure_verify_costs
-from specdec.models.loading import load_model
 
 CHAINS = (3, 4, 5)
 SIBLINGS = ("", "+1 sib", "+2 sib", "+all")
@@ -80,15 +78,7 @@ def replay(run: list[int], second: list[bool], conf: list[float], c: float, v, k
 
 
 def main() -> None:
-    quiet = lambda message: None  # noqa: E731
-    target = load_model("qwen-coder-1.5b", None, None, False, log=quiet)
-    drafts = {"fp32": load_model("qwen-coder-0.5b", target.device, target.dtype, False, log=quiet).model,
-              "int8": load_model("qwen-coder-0.5b", target.device, target.dtype, False, log=quiet,
-                                 quantize="int8").model}
-    pair = Pair(target)
-    questions = {q.id: q for q in spec_bench.read_questions(spec_bench.SAMPLE)}
-    answered = {qid: turns(pair, questions[qid]) for qid in QUESTIONS}
-    context = answered[QUESTIONS[0]][0][0][:128]
+    target, drafts, questions, answered, context = setup()
     table = measure_verify_costs(CachedModel(target.model), context, tuple(range(1, 12)), repeats=5)
     print("# target pass v(n) in ms, fast engine, after a", len(context), "token prompt:")
     print("  " + "  ".join(f"{n}:{1000 * s:.0f}" for n, s in zip(table.widths, table.seconds)))
