@@ -12,7 +12,8 @@ second by source.
     cp ~/.cache/specdec/costs/<the pair's file>.json /tmp/costs.json   # a copy: the run saves into it
     PYTHONPATH=. .venv/bin/python docs/bench-auto/round_trace.py /tmp/costs.json specdec-015,specdec-023
     (- for no saved costs; --sampled: temperature 0.7, top-p 0.9, seed 0, as run.sh's sampled setups;
-    --only: the named questions alone, in the sample's order, as run.sh's one-question-per-task setups)
+    --only: the named questions alone, in the sample's order, as run.sh's one-question-per-task setups;
+    --other-half: the 13 questions the seed-0 draw leaves out, in order, as run.sh's *-other-half setups)
 """
 import collections
 import sys
@@ -26,14 +27,18 @@ from specdec.engine import policy as P
 if "--sampled" in sys.argv:
     sys.argv.remove("--sampled")
     BASE = replace(BASE, sampling=SAMPLED)
-only = "--only" in sys.argv
-if only:
-    sys.argv.remove("--only")
+only, other_half = "--only" in sys.argv, "--other-half" in sys.argv
+for flag in ("--only", "--other-half"):
+    if flag in sys.argv:
+        sys.argv.remove(flag)
 pair = qwen_pair()
 if sys.argv[1] != "-":
     pair.remember_costs(sys.argv[1])
 show = set(sys.argv[2].split(",")) if len(sys.argv) > 2 else set()
 questions = spec_bench.sample(spec_bench.read_questions(spec_bench.SAMPLE), 1, 0)
+if other_half:
+    drawn = {q.id for q in questions}
+    questions = [q for q in spec_bench.sample(spec_bench.read_questions(spec_bench.SAMPLE), 2, 0) if q.id not in drawn]
 if only:
     questions = [q for q in questions if q.id in show]
 pair.warm_up(pair.auto(replace(BASE, prompt=questions[0].turns[0])))

@@ -1,0 +1,37 @@
+"""Tried, not yet taken: every source's acceptance carried into a new request with 4 observations against 8
+(policy.CARRIED_EVIDENCE), on the Qwen pair (Qwen2.5-Coder-1.5B + int8 0.5B, greedy, 128 tokens) over
+ab_session.py's session (21 turns, each lane its own learned costs and recycling table; cold, then
+warm). The variant is patched in here only (CostModel.CARRIED).
+
+Why: round_trace_other_half.txt (`round_trace.py - specdec-016,specdec-021 --other-half`) shows the
+two short answers auto loses in `run.sh qwen-other-half` priced on what the answers before taught. On
+the QA answer (11 tokens, after a summary that copies) prompt lookup's alpha_1 came in at 0.67 and
+its deeper positions at 0.83-0.96, the draft model's alpha_1 at 0.45 (from the translation two
+answers back); the draft model then drafted 5 and kept 5 at confidences 0.95-1.00, and its alpha_1
+moved only to 0.51, so the next two rounds went to prompt lookup again (expected 2.40x and 2.07x
+plain decoding against the draft model's 1.77x) and kept nothing. Sixteen carried observations were
+tried before (carried_evidence_ab.py) and lost on the Spec-Bench sample; this tries fewer.
+
+Result (carried_four_ab.txt): **1.007 cold / 1.033 warm**, and the session's two short answers ahead
+in both passes (translation 5.1 against 5.0 tok/s, then 5.9 against 4.6; QA 8.5 against 8.0, then
+8.7 against 6.6). Within what one A/B's noise has shown here (16 observations read 1.086 / 1.008 in
+such an A/B, then lost on the Spec-Bench runs), so not taken in a session without time to rerun the
+benchmarks after it: the lead for the next one (docs/spec-bench/notes.md).
+
+    PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/carried_four_ab.py > docs/bench-auto/carried_four_ab.txt
+"""
+from ab_session import flag_ab
+from specdec.engine.policy import CARRIED_CALIBRATION, CARRIED_EVIDENCE, CARRIED_FREE_DEPTH, CostModel
+
+CostModel.CARRIED = CARRIED_EVIDENCE
+
+
+def start_request(self, evidence: float = CARRIED_EVIDENCE, calibration: float = CARRIED_CALIBRATION) -> None:
+    """CostModel.start_request with every source's evidence capped at CARRIED, not CARRIED_EVIDENCE."""
+    for name, costs in self.sources.items():
+        costs.start_request(min(evidence, self.CARRIED), calibration,
+                            CARRIED_FREE_DEPTH if self.is_free(name) else None)
+
+
+CostModel.start_request = start_request
+flag_ab(CostModel, "CARRIED", {"four": 4.0, "eight": 8.0})
