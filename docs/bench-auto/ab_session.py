@@ -132,3 +132,20 @@ def flag_ab(owner: type, attribute: str, lanes: dict[str, object]) -> None:
     passes = run_lanes(pair, dict.fromkeys(lanes, auto), before=lambda lane: setattr(owner, attribute, lanes[lane]))
     first, *others = lanes
     print_ratios(passes, [(first, other) for other in others])
+
+
+def cap_carried_evidence() -> None:
+    """Patch CostModel.start_request with two caps an A/B may set as flags: CostModel.CARRIED (the
+    observations every source carries into a new request) and CostModel.CARRIED_FREE_FIRST (a free
+    source's). Both start at policy.CARRIED_EVIDENCE, where the patched method is the engine's own."""
+    from specdec.engine.policy import CARRIED_CALIBRATION, CARRIED_EVIDENCE, CARRIED_FREE_DEPTH, CostModel
+
+    CostModel.CARRIED = CostModel.CARRIED_FREE_FIRST = CARRIED_EVIDENCE
+
+    def start_request(self, evidence: float = CARRIED_EVIDENCE, calibration: float = CARRIED_CALIBRATION) -> None:
+        for name, costs in self.sources.items():
+            free = self.is_free(name)
+            cap = min(self.CARRIED, self.CARRIED_FREE_FIRST) if free else self.CARRIED
+            costs.start_request(min(evidence, cap), calibration, CARRIED_FREE_DEPTH if free else None)
+
+    CostModel.start_request = start_request

@@ -1,7 +1,7 @@
 """Tried, not yet taken: every source's acceptance carried into a new request with 4 observations against 8
 (policy.CARRIED_EVIDENCE), on the Qwen pair (Qwen2.5-Coder-1.5B + int8 0.5B, greedy, 128 tokens) over
 ab_session.py's session (21 turns, each lane its own learned costs and recycling table; cold, then
-warm). The variant is patched in here only (CostModel.CARRIED).
+warm). The variant is patched in for the A/B only (ab_session.cap_carried_evidence, CostModel.CARRIED).
 
 Why: round_trace_other_half.txt (`round_trace.py - specdec-016,specdec-021 --other-half`) shows the
 two short answers auto loses in `run.sh qwen-other-half` priced on what the answers before taught. On
@@ -20,18 +20,8 @@ benchmarks after it: the lead for the next one (docs/spec-bench/notes.md).
 
     PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/carried_four_ab.py > docs/bench-auto/carried_four_ab.txt
 """
-from ab_session import flag_ab
-from specdec.engine.policy import CARRIED_CALIBRATION, CARRIED_EVIDENCE, CARRIED_FREE_DEPTH, CostModel
+from ab_session import cap_carried_evidence, flag_ab
+from specdec.engine.policy import CostModel
 
-CostModel.CARRIED = CARRIED_EVIDENCE
-
-
-def start_request(self, evidence: float = CARRIED_EVIDENCE, calibration: float = CARRIED_CALIBRATION) -> None:
-    """CostModel.start_request with every source's evidence capped at CARRIED, not CARRIED_EVIDENCE."""
-    for name, costs in self.sources.items():
-        costs.start_request(min(evidence, self.CARRIED), calibration,
-                            CARRIED_FREE_DEPTH if self.is_free(name) else None)
-
-
-CostModel.start_request = start_request
+cap_carried_evidence()
 flag_ab(CostModel, "CARRIED", {"four": 4.0, "eight": 8.0})

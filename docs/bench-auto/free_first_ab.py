@@ -1,7 +1,8 @@
 """Tried, not kept: a free source's first position carried into a new request with 2 observations
 against 8, every source's (policy.CARRIED_EVIDENCE), on the Qwen pair (Qwen2.5-Coder-1.5B + int8
 0.5B, greedy, 128 tokens) over ab_session.py's session (21 turns, each lane its own learned costs and
-recycling table; cold, then warm). The variant is patched in here only (CARRIED_FREE_FIRST).
+recycling table; cold, then warm). The variant is patched in for the A/B only
+(ab_session.cap_carried_evidence, CostModel.CARRIED_FREE_FIRST).
 
 Why: in `run.sh qwen-other-half` auto lost to the draft model at k = 4 only on the two shortest answers
 (a translation of 16 tokens, a QA answer of 11: 1.18x and 1.24x its time), where 6 of their 15
@@ -15,19 +16,8 @@ against 7.1 cold, 6.9 against 8.3 warm).
 
     PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/free_first_ab.py > docs/bench-auto/free_first_ab.txt
 """
-from ab_session import flag_ab
-from specdec.engine.policy import CARRIED_EVIDENCE, CARRIED_FREE_DEPTH, CARRIED_CALIBRATION, CostModel
+from ab_session import cap_carried_evidence, flag_ab
+from specdec.engine.policy import CostModel
 
-CostModel.CARRIED_FREE_FIRST = CARRIED_EVIDENCE
-
-
-def start_request(self, evidence: float = CARRIED_EVIDENCE, calibration: float = CARRIED_CALIBRATION) -> None:
-    """CostModel.start_request with a free source's evidence capped at CARRIED_FREE_FIRST."""
-    for name, costs in self.sources.items():
-        free = self.is_free(name)
-        costs.start_request(min(evidence, self.CARRIED_FREE_FIRST) if free else evidence, calibration,
-                            CARRIED_FREE_DEPTH if free else None)
-
-
-CostModel.start_request = start_request
+cap_carried_evidence()
 flag_ab(CostModel, "CARRIED_FREE_FIRST", {"two": 2.0, "eight": 8.0})
