@@ -59,9 +59,11 @@ if TYPE_CHECKING:
 CATCH_UP_LIMIT = 8  # committed tokens a draft may read first and still count as a steady round
 # Observations of a source's acceptance a new request starts from (CostModel.start_request): enough to
 # draft on at once, few enough that the new text's own rounds outweigh them within a handful of rounds.
+# 4, against 8: 1.007x cold, 1.033x warm (docs/bench-auto/carried_four_ab.py); in an answer of 11 to 16
+# tokens the new text's first rounds must outweigh the prior, or the earlier answers choose its source.
 # (16 was tried: 1.086x cold, 1.008x warm in one process, docs/bench-auto/carried_evidence_ab.py, but
 # the Spec-Bench sample with saved costs read auto 1.88x against 1.95x at 8: docs/spec-bench/notes.md.)
-CARRIED_EVIDENCE = 8.0
+CARRIED_EVIDENCE = 4.0
 # Observations a free source's positions past the first carry into a new request (CostModel.start_request):
 # the prior's weight, so its first own round on the new text counts as much as all it showed before.
 CARRIED_FREE_DEPTH = 2.0
