@@ -837,8 +837,8 @@ class CostPolicy:
     def stop_rule(self, source: str, horizon: int) -> StopRule | None:
         """The source's stop rule up to horizon tokens, once its acceptance by confidence is measured."""
         costs = self.costs.source(source)
-        # (A tolerance: a request starts with its calibration capped at CARRIED_EVIDENCE, which may
-        # equal MIN_CALIBRATION and lose the last bit to rounding.)
+        # (A tolerance: a request's calibration capped by start_request at exactly MIN_CALIBRATION
+        # observations may lose the last bit to rounding.)
         if tree_budget(source) is not None or costs.calibration.evidence < self.MIN_CALIBRATION - 1e-6:
             return None
         alphas = self.costs.position_alphas(source, max(1, costs.tested_depth))
