@@ -135,17 +135,20 @@ def flag_ab(owner: type, attribute: str, lanes: dict[str, object]) -> None:
 
 
 def cap_carried_evidence() -> None:
-    """Patch CostModel.start_request with two caps an A/B may set as flags: CostModel.CARRIED (the
-    observations every source carries into a new request) and CostModel.CARRIED_FREE_FIRST (a free
-    source's). Both start at policy.CARRIED_EVIDENCE, where the patched method is the engine's own."""
+    """Patch CostModel.start_request with two settings an A/B may set as flags: CostModel.CARRIED (the
+    observations every source carries into a new request; policy.CARRIED_EVIDENCE unless set) and
+    CostModel.CARRIED_FREE_FIRST (a free source's first position; CARRIED's unless set). Unset, the
+    patched method is the engine's own. Each is the value carried, not a cap under the engine's, so
+    an A/B recorded at 8 reruns at 8 whatever the engine's constant is now."""
     from specdec.engine.policy import CARRIED_CALIBRATION, CARRIED_EVIDENCE, CARRIED_FREE_DEPTH, CostModel
 
-    CostModel.CARRIED = CostModel.CARRIED_FREE_FIRST = CARRIED_EVIDENCE
+    CostModel.CARRIED, CostModel.CARRIED_FREE_FIRST = CARRIED_EVIDENCE, None
 
-    def start_request(self, evidence: float = CARRIED_EVIDENCE, calibration: float = CARRIED_CALIBRATION) -> None:
+    def start_request(self, evidence: float | None = None, calibration: float = CARRIED_CALIBRATION) -> None:
         for name, costs in self.sources.items():
             free = self.is_free(name)
-            cap = min(self.CARRIED, self.CARRIED_FREE_FIRST) if free else self.CARRIED
-            costs.start_request(min(evidence, cap), calibration, CARRIED_FREE_DEPTH if free else None)
+            carried = self.CARRIED_FREE_FIRST if free and self.CARRIED_FREE_FIRST is not None else self.CARRIED
+            costs.start_request(carried if evidence is None else evidence, calibration,
+                                CARRIED_FREE_DEPTH if free else None)
 
     CostModel.start_request = start_request

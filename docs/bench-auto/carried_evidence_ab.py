@@ -13,7 +13,8 @@ DEFAULTS = policy.CostModel.start_request.__defaults__  # (evidence, calibration
 
 
 def switch(lane: str) -> None:
-    policy.CostModel.start_request.__defaults__ = ((16.0 if lane == "16" else DEFAULTS[0]),) + DEFAULTS[1:]
+    # "8" is what policy.CARRIED_EVIDENCE was when this ran (4 since 70d2666), not the default now.
+    policy.CostModel.start_request.__defaults__ = ((16.0 if lane == "16" else 8.0),) + DEFAULTS[1:]
 
 
 pair = qwen_pair()

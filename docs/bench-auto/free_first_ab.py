@@ -20,4 +20,5 @@ from ab_session import cap_carried_evidence, flag_ab
 from specdec.engine.policy import CostModel
 
 cap_carried_evidence()
+CostModel.CARRIED = 8.0  # every other source's, as when it was run (policy.CARRIED_EVIDENCE is 4 since)
 flag_ab(CostModel, "CARRIED_FREE_FIRST", {"two": 2.0, "eight": 8.0})
