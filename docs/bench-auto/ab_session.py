@@ -134,7 +134,7 @@ def flag_ab(owner: type, attribute: str, lanes: dict[str, object]) -> None:
     print_ratios(passes, [(first, other) for other in others])
 
 
-def cap_carried_evidence() -> None:
+def patch_carried_evidence() -> None:
     """Patch CostModel.start_request with two settings an A/B may set as flags: CostModel.CARRIED (the
     observations every source carries into a new request; policy.CARRIED_EVIDENCE unless set) and
     CostModel.CARRIED_FREE_FIRST (a free source's first position; CARRIED's unless set). Unset, the

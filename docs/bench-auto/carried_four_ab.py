@@ -1,7 +1,7 @@
 """Tried, then taken (policy.CARRIED_EVIDENCE is 4 since 70d2666): every source's acceptance carried into a new request with 4 observations against 8
 (policy.CARRIED_EVIDENCE), on the Qwen pair (Qwen2.5-Coder-1.5B + int8 0.5B, greedy, 128 tokens) over
 ab_session.py's session (21 turns, each lane its own learned costs and recycling table; cold, then
-warm). The variant is patched in for the A/B only (ab_session.cap_carried_evidence, CostModel.CARRIED).
+warm). The variant is patched in for the A/B only (ab_session.patch_carried_evidence, CostModel.CARRIED).
 
 Why: round_trace_other_half.txt (`round_trace.py - specdec-016,specdec-021 --other-half`) shows the
 two short answers auto loses in `run.sh qwen-other-half` priced on what the answers before taught. On
@@ -22,8 +22,8 @@ benchmarks after it. The next session took it and reran them (docs/spec-bench/no
 
     PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/carried_four_ab.py > docs/bench-auto/carried_four_ab.txt
 """
-from ab_session import cap_carried_evidence, flag_ab
+from ab_session import patch_carried_evidence, flag_ab
 from specdec.engine.policy import CostModel
 
-cap_carried_evidence()
+patch_carried_evidence()
 flag_ab(CostModel, "CARRIED", {"four": 4.0, "eight": 8.0})
