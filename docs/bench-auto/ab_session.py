@@ -27,9 +27,11 @@ SAMPLED = Sampling(temperature=0.7, top_p=0.9)  # run.sh's sampled setups
 
 
 def qwen_pair() -> Pair:
-    """Qwen2.5-Coder-1.5B with its int8 0.5B draft (auto's CPU setup), no saved costs."""
+    """Qwen2.5-Coder-1.5B with its int8 0.5B draft (auto's CPU setup), no saved costs; with
+    --fp32-draft on the command line, the draft unquantized (run.sh qwen-fp32-tasks' setup)."""
     target = load_model("qwen-coder-1.5b", None, None, False, log=lambda m: None)
-    draft = load_model("qwen-coder-0.5b", target.device, target.dtype, False, log=lambda m: None, quantize="int8")
+    quantize = None if "--fp32-draft" in sys.argv else "int8"
+    draft = load_model("qwen-coder-0.5b", target.device, target.dtype, False, log=lambda m: None, quantize=quantize)
     return Pair(target, draft)
 
 
@@ -113,7 +115,8 @@ def with_drafter(drafter: str, policy: str) -> Callable[[Request], Request]:
 
 
 def flag_ab(owner: type, attribute: str, lanes: dict[str, object]) -> None:
-    """Auto on the Qwen pair (SmolLM2 alone where the command line says --smollm2) over the session,
+    """Auto on the Qwen pair (SmolLM2 alone where the command line says --smollm2; its draft in fp32
+    with --fp32-draft) over the session,
     one lane per value of owner.attribute (a class flag such as CostPolicy.OPTIMISTIC), set before
     each lane's turn; prints the first lane's ratio over each other's. --sampled: every turn sampled
     as SAMPLED (seed 0; the lanes' texts part where their drafts consume the sampler differently);

@@ -217,6 +217,8 @@ class StopRule:
     # after(c, a_bar) -> the next token's acceptance after a drafted token of confidence c, where its
     # position's average is a_bar (the module docstring's "After an unsure token"); None: a_bar.
     after: Callable[[float, float], float] | None = None
+    # Whether a greedy chain may add its second choice as a leaf where that pays (sibling).
+    siblings: bool = False
 
     def keep_drafting(self, confidences: Sequence[float]) -> bool:
         """After drafting len(confidences) tokens: would drafting on to some depth up to the horizon
@@ -237,3 +239,48 @@ class StopRule:
             if expected / (m * self.draft_seconds + self.pass_seconds(m + 1) + self.overhead) > now:
                 return True
         return False
+
+    def sibling(self, confidences: Sequence[float], seconds: Sequence[float]) -> int | None:
+        """Where a greedy chain of len(confidences) drafted tokens should add a sibling leaf, if
+        anywhere: the 0-based position whose second choice (the draft's probability of it: seconds)
+        most adds to the round's expected tokens, when that beats the wider pass it costs.
+
+        The sibling at position i is the draft's second choice beside its i-th token, a leaf: the
+        tree is the chain plus that one node, verified in one pass (tree_verify.py), and it needs no
+        draft pass (the second choice is in the row the chain's token came from). It adds a token
+        exactly when the target keeps the chain's first i - 1 tokens, rejects the i-th, and its own
+        token there is the second choice; the target's token after the sibling then follows as after
+        any accepted leaf. With s_i = a(c_1) ... a(c_i) the chain's survival as the rule reads it:
+
+            P(sibling i kept) = s_{i-1} (1 - a(c_i)) r_i,   r_i = P(second choice | first rejected),
+
+        and r_i is read off the draft itself, its second choice's share of what it gives the tokens
+        other than its first: q_2 / (1 - q_1). (Where the draft's top-1 misses, the second choice is
+        the target's token at 0.81 of the positions with the Qwen pair's fp32 draft, 0.74 int8:
+        docs/bench-auto/sibling_bound.txt; this estimate is the draft's own, usually lower, so it
+        errs towards a narrower pass.) The round keeps the sibling when
+
+            (E_j + P(sibling i kept)) / (j d + v(j + 2) + o)  >  E_j / (j d + v(j + 1) + o),
+
+        so a row the target pass prices at nothing (on this CPU a pass over 2-6 tokens costs what
+        one over 1 does: verify_costs.py) takes a sibling whenever one can be kept, and a wider pass
+        past a kernel's cliff takes none. Replayed on the Spec-Bench sample, a chain of 4 with one
+        sibling at its least sure position kept 4.42 tokens a pass against 4.24 (fp32 draft), and
+        two siblings or a chain of 5 crossed that cliff and lost (sibling_bound.txt).
+
+        Exactness: the greedy tree rule keeps the path the target's argmax follows, so the round's
+        tokens are the target's greedy tokens whatever the tree (tree_verify.accept_greedy). The
+        choice reads only the draft's probabilities and earlier rounds, as the stop does."""
+        j = len(confidences)
+        if not self.siblings or not j:
+            return None
+        survive, expected, kept = 1.0, 1.0, []
+        for confidence, second in zip(confidences, seconds):
+            accepted = self.accept(confidence)
+            kept.append(survive * (1.0 - accepted) * min(1.0, second / max(1e-9, 1.0 - confidence)))
+            survive *= accepted
+            expected += survive
+        best = max(range(j), key=kept.__getitem__)
+        base = j * self.draft_seconds + self.overhead
+        with_sibling = (expected + kept[best]) / (base + self.pass_seconds(j + 2))
+        return best if kept[best] > 0 and with_sibling > expected / (base + self.pass_seconds(j + 1)) else None

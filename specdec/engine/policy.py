@@ -414,10 +414,11 @@ class CostModel:
             costs = self.source(source)
             self.observe_yield(round, source)  # (before this round's evidence moves E(k))
             alpha_1 = self.position_alphas(source, 1)[0]  # (what the stop rule read a(c) with)
-            costs.observe(self.asked_depth(round, source), round.accepted,
-                          proposing / round.draft_length if steady else None)
-            if round.tree is None:
-                costs.observe_confidences(round.confidences, round.accepted, alpha_1)
+            chain = chain_verdict(round, source)
+            depth, accepted = chain or (self.asked_depth(round, source), round.accepted)
+            costs.observe(depth, accepted, proposing / round.draft_length if steady else None)
+            if round.tree is None or chain is not None:
+                costs.observe_confidences(round.confidences, accepted, alpha_1)
             costs.width.add(len(round.drafted) + 1)
             self.observed.add(str(source))
             if round.tree is not None and round.tree.nested:
@@ -652,6 +653,20 @@ class CostModel:
         return self.source(source).draw_alpha(1, (self.prior_alpha, self.prior_weight), rng)
 
 
+def chain_verdict(round: RoundEvent, source: str) -> tuple[int, int] | None:
+    """A model chain's round that added sibling leaves (its tree's chain is the source itself,
+    StopRule.sibling): the chain's drafted tokens and how many of them the target kept, which is
+    what the same chain verified without its siblings would have shown. The chain's nodes are the
+    tree's first ones, each the child of the one before, and its leaves come after them, so the
+    chain kept the accepted path's leading nodes 0, 1, 2, ...; a kept sibling ends that run where
+    the chain's own token was rejected. None for any other round."""
+    if round.tree is None or round.tree.chain != source:
+        return None
+    drafted = round.tree.depth
+    kept = next((i for i, node in enumerate(round.tree.path) if node != i), len(round.tree.path))
+    return drafted, min(kept, drafted)
+
+
 def scaled(saved: Decayed, scale: float | None, weight: float) -> Decayed:
     """saved's mean times scale, worth at most weight observations; nothing known without a scale."""
     out = Decayed(saved.decay)
@@ -725,7 +740,10 @@ class CostPolicy:
     (MIN_CALIBRATION tested positions), its rounds draft up to the reach and stop at the first
     token after which drafting on would not pay (confidence.StopRule); k is then a cap. The rule
     reads the pair's calibration through this request's offset from it (TEXT_SHIFT,
-    confidence.TextShift): a text that copies keeps more at each confidence than the pair's average."""
+    confidence.TextShift): a text that copies keeps more at each confidence than the pair's average.
+    Greedy, the same rule decides whether the drafted chain adds its second choice at its least sure
+    position as a leaf, a tree verified in the same pass (SIBLINGS, StopRule.sibling); the round
+    then teaches the chain what the chain alone would have shown (CostModel.observe)."""
 
     name = "cost"
     MIN_CALIBRATION = 8
@@ -734,6 +752,7 @@ class CostPolicy:
     FREE_AT_MEAN = True  # a free source's alpha_1 at its posterior mean, never drawn (draw_alpha_1)
     AFTER_LAST = True  # the stop rule expects the next token by the last one's confidence (StopRule.after)
     TEXT_SHIFT = True  # the stop rule reads acceptance through this text's offset (confidence.TextShift)
+    SIBLINGS = True  # a greedy model chain adds its second choice as a leaf where it pays (StopRule.sibling)
 
     def __init__(self, k_max: int, costs: CostModel | None = None, seed: int = 0):
         self.k_max = k_max
@@ -842,8 +861,9 @@ class CostPolicy:
         if tree_budget(source) is not None or costs.calibration.evidence < self.MIN_CALIBRATION - 1e-6:
             return None
         alphas = self.costs.position_alphas(source, max(1, costs.tested_depth))
-        # v(1..horizon + 1), read off the table once: the rule asks for them after every drafted token.
-        passes = tuple(self.costs.pass_seconds_many(range(1, horizon + 2)))
+        # v(1..horizon + 2), read off the table once: the rule asks for them after every drafted token
+        # (and a chain with its sibling leaf reads one row more: StopRule.sibling).
+        passes = tuple(self.costs.pass_seconds_many(range(1, horizon + 3)))
         # This text's offset from the pair's calibration (confidence.py, "This text"), on all it expects.
         delta = costs.text.delta if self.TEXT_SHIFT else 0.0
         after = None
@@ -853,7 +873,7 @@ class CostPolicy:
         return StopRule(lambda c: shifted(costs.calibration.acceptance(c, alphas[0]), delta),
                         tuple(shifted(a, delta) for a in alphas),
                         costs.draft.mean or 0.0, lambda n: passes[min(n, len(passes)) - 1],
-                        self.costs.overhead.mean or 0.0, horizon, after)
+                        self.costs.overhead.mean or 0.0, horizon, after, self.SIBLINGS)
 
     def best(self, sources: Sequence[str], reach: int, plain_round: float,
              alpha_1: dict[str, float] | None = None) -> tuple[str, int, float]:

@@ -10,6 +10,7 @@ from ..config import Sampling
 from ..kvcache import CachedModel, common_prefix
 from ..sampling import probs_from_logits, sample_from, uniforms
 from ..confidence import StopRule
+from ..tree_verify import Tree
 from .options import DrafterOptions
 from .staged import MAX_GUESSES, GuessBudget, Guesser
 from .base import Draft, DrafterBase, check_draft_reads, fit_vocab
@@ -23,16 +24,21 @@ class ModelDrafter(DrafterBase):
     @classmethod
     def from_options(cls, options: DrafterOptions, drafter: str = "draft-model",
                      guesser: Guesser | None = None) -> "ModelDrafter":
-        return cls(options.need_draft(drafter), options.target_vocab_size, options.confidence, guesser)
+        siblings = options.target is not None and options.target.takes_trees
+        return cls(options.need_draft(drafter), options.target_vocab_size, options.confidence, guesser,
+                   siblings=siblings)
 
     def __init__(self, model: torch.nn.Module, target_vocab_size: int, confidence: float = 0.0,
-                 guesser: Guesser | None = None, max_guesses: int = MAX_GUESSES):
+                 guesser: Guesser | None = None, max_guesses: int = MAX_GUESSES, siblings: bool = False):
         """guesser: where the staged passes' guesses come from (staged.py; prompt lookup alone unless
-        given, the mixed drafter's adds token recycling's table); max_guesses 0 drafts one token a pass."""
+        given, the mixed drafter's adds token recycling's table); max_guesses 0 drafts one token a pass.
+        siblings: the target verifies trees (CachedModel.takes_trees), so a greedy chain may add a
+        sibling leaf where its stop rule says that pays (_with_sibling)."""
         check_draft_reads(model, target_vocab_size)
         self.draft = CachedModel(model)
         self.target_vocab_size = target_vocab_size
         self.confidence = confidence
+        self.siblings = siblings
         # (a sliding-window draft keeps one token a pass: CachedModel.keeps_every_position)
         self.guesser = guesser or Guesser()
         self.max_guesses = max_guesses if self.draft.keeps_every_position else 0
@@ -69,8 +75,37 @@ class ModelDrafter(DrafterBase):
         if not rows:
             return Draft([], None)
         stacked = torch.stack(rows)
+        if self.siblings and sampling.greedy and getattr(stop, "siblings", False):  # (a scripted stop may not price them)
+            sibling = self._with_sibling(tokens, stacked, confidences, stop, catch_up, source or self.name)
+            if sibling is not None:
+                return sibling
         q, logits = (None, stacked) if sampling.greedy else (stacked, None)
         return Draft(tokens, q, logits, catch_up=catch_up, confidences=tuple(confidences))
+
+    @staticmethod
+    def _with_sibling(tokens: list[int], logits: torch.Tensor, confidences: list[float], stop: StopRule,
+                      catch_up: int, source: str) -> Draft | None:
+        """The greedy chain plus its second choice at one position as a leaf, where the stop rule
+        says that pays (StopRule.sibling); None where it does not. A tree of the chain's nodes
+        0..j-1 (node i the child of i - 1) and the sibling j, a child of the chain's node before its
+        position, with the draft's own reach of each (the product of its probabilities down the path)
+        and `chain` set to the chain's source: the policy learns the chain's verdict from it
+        (policy.chain_verdict). Greedy only: a sampled chain's q is what its tokens were drawn from,
+        and a deterministic sibling beside a drawn token would need the tree rule's one-hot draws
+        for both (tree_verify.sibling_q), which keep less of the chain."""
+        top = torch.softmax(logits.float(), -1).topk(2, dim=-1)
+        seconds, alternatives = top.values[:, 1].tolist(), top.indices[:, 1].tolist()
+        at = stop.sibling(confidences, seconds)
+        if at is None:
+            return None
+        reach = [1.0]  # reach[i + 1]: the chain's first i + 1 tokens (reach[0]: the root)
+        for confidence in confidences:
+            reach.append(reach[-1] * confidence)
+        j = len(tokens)
+        tree = Tree(tuple(tokens) + (alternatives[at],), tuple(range(-1, j - 1)) + (at - 1,))
+        return Draft(list(tree.tokens), None, catch_up=catch_up, tree=tree,
+                     reach=tuple(reach[1:]) + (reach[at] * seconds[at],), confidences=tuple(confidences),
+                     chain=source)
 
     def _take(self, block: torch.Tensor, guesses: list[int], sampling: Sampling, generator: torch.Generator,
               stop: StopRule | None, rows: list, confidences: list) -> tuple[list[int], bool]:
