@@ -255,16 +255,18 @@ class StopRule:
             P(sibling i kept) = s_{i-1} (1 - a(c_i)) r_i,   r_i = P(second choice | first rejected),
 
         and r_i is read off the draft itself, its second choice's share of what it gives the tokens
-        other than its first: q_2 / (1 - q_1). (Where the draft's top-1 misses, the second choice is
-        the target's token at 0.81 of the positions with the Qwen pair's fp32 draft, 0.74 int8:
-        docs/bench-auto/sibling_bound.txt; this estimate is the draft's own, usually lower, so it
-        errs towards a narrower pass.) The round keeps the sibling when
+        other than its first: q_2 / (1 - q_1). (Measured on the Qwen pair, where the draft's top-1
+        misses, its second choice is the target's token at 0.81 of the positions with the fp32
+        draft, 0.74 int8: docs/bench-auto/sibling_bound.txt. The rule reads the draft's own share
+        rather than a pair's constant: a flat second place, q_2 near the rest, is a weak guess.)
+        The round keeps the sibling when
 
             (E_j + P(sibling i kept)) / (j d + v(j + 2) + o)  >  E_j / (j d + v(j + 1) + o),
 
-        so a row the target pass prices at nothing (on this CPU a pass over 2-6 tokens costs what
-        one over 1 does: verify_costs.py) takes a sibling whenever one can be kept, and a wider pass
-        past a kernel's cliff takes none. Replayed on the Spec-Bench sample, a chain of 4 with one
+        so a row the target pass prices at nothing takes a sibling whenever one can be kept, and a
+        pass past a kernel's cliff only one likely enough to pay for it. (On this CPU, Qwen2.5-1.5B's
+        passes over 1-6 tokens cost one step, the tree's mask and a kept sibling's cache gather
+        included, and one over 7 1.22 steps: docs/bench-auto/sibling_pass.txt.) Replayed on the Spec-Bench sample, a chain of 4 with one
         sibling at its least sure position kept 4.42 tokens a pass against 4.24 (fp32 draft), and
         two siblings or a chain of 5 crossed that cliff and lost (sibling_bound.txt).
 

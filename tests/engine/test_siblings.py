@@ -10,7 +10,7 @@ from specdec.engine.decoding import speculative_decode, standard_decode
 from specdec.engine.drafters import ModelDrafter, make_drafter
 from specdec.engine.events import ACCEPTED, BONUS, CORRECTED, RoundEvent, TreeRound
 from specdec.engine.kvcache import CachedModel
-from specdec.engine.policy import Choice, CostModel, chain_verdict
+from specdec.engine.policy import Choice, CostModel, CostPolicy, chain_verdict
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 PROMPT = [5, 9, 14, 5, 9, 14, 22, 31, 5, 9, 14]
@@ -89,7 +89,7 @@ def test_greedy_output_is_the_targets_with_a_sibling_every_round(arch):
     assert kept > 0  # the sibling was really taken, and the caches rolled to its path
 
 
-def test_greedy_output_is_the_targets_when_auto_drafts_siblings_beside_every_other_source():
+def test_greedy_output_is_the_targets_with_siblings_among_every_other_source():
     target = tiny_model("llama", seed=7)
     expected = [e.token for e in standard_decode(CachedModel(target), PROMPT, Sampling(), 40)]
     lane = CachedModel(target)
@@ -155,3 +155,26 @@ def test_only_a_chains_own_tree_is_read_as_that_chain():
     assert chain_verdict(sibling_round((0, 1, 4)), "draft-tree:8") is None  # a draft tree's round is its own
     first = sibling_round((4,), at=0)  # a sibling beside the first token, kept
     assert chain_verdict(first, MODEL) == (4, 0)
+
+
+def timed_round(i: int, drafted: int, accepted: int, confidences, verify_s: float) -> RoundEvent:
+    fates = (ACCEPTED,) * accepted + ((CORRECTED,) if accepted < drafted else ())
+    return RoundEvent(i, drafted, tuple(range(drafted)), accepted, tuple(range(accepted + 1)), fates, 0.01 * drafted,
+                      verify_s, (), False, catch_up=1, confidences=confidences)
+
+
+@pytest.mark.parametrize("siblings", [True, False])
+def test_the_cost_policys_stop_rule_prices_a_siblings_row_off_the_table(monkeypatch, siblings):
+    """The rule reads v up to the horizon + 2 (a chain drafted to its horizon, plus a sibling), each
+    width as measured rather than the widest's, and adds siblings exactly when the policy's flag says."""
+    monkeypatch.setattr(CostPolicy, "SIBLINGS", siblings)
+    costs = CostModel(decay=1.0)
+    for n in range(1, 10):  # passes over 1..9 tokens, each timed twice, dearer the wider
+        for i in (1, 2):
+            costs.observe(timed_round(i, n - 1, 0, (0.5,) * (n - 1), verify_s=1.0 + 0.02 * n), "timing")
+    for i in range(3):  # 12 tested positions: calibrated
+        costs.observe(timed_round(10 + i, 4, 3, (0.95, 0.9, 0.97, 0.1), verify_s=1.1), MODEL)
+    rule = CostPolicy(k_max=16, costs=costs).stop_rule(MODEL, 6)
+    assert rule.siblings is siblings
+    assert [rule.pass_seconds(n) for n in (7, 8)] == costs.pass_seconds_many([7, 8])
+    assert rule.pass_seconds(8) > rule.pass_seconds(7)  # the sibling's row read, not the widest before it
