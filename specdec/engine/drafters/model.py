@@ -93,8 +93,10 @@ class ModelDrafter(DrafterBase):
         (policy.chain_verdict). Greedy only: a sampled chain's q is what its tokens were drawn from,
         and a deterministic sibling beside a drawn token would need the tree rule's one-hot draws
         for both (tree_verify.sibling_q), which keep less of the chain."""
-        top = torch.softmax(logits.float(), -1).topk(2, dim=-1)
-        seconds, alternatives = top.values[:, 1].tolist(), top.indices[:, 1].tolist()
+        # q2 = q1 exp(l2 - l1): the softmax that gave each token's confidence q1 is not taken again.
+        top = logits.float().topk(2, dim=-1)
+        gaps = (top.values[:, 1] - top.values[:, 0]).exp().tolist()
+        seconds, alternatives = [c * g for c, g in zip(confidences, gaps)], top.indices[:, 1].tolist()
         at = stop.sibling(confidences, seconds)
         if at is None:
             return None
