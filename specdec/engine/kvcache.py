@@ -23,6 +23,7 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer, LinearAttentionCacheLayerMixin
 
+from .short_head import ShortHead
 from .tree_verify import ROOT, TREE_ATTENTION, Tree, gather_cache, slot_inputs
 
 
@@ -72,9 +73,11 @@ def input_rows(model: torch.nn.Module) -> int:
 
 class CachedModel:
     """vocab_size, when given, cuts the logits to the ids below it: padded embedding rows that are
-    no token (or that the draft cannot read) are then never produced, by whichever lane uses it."""
+    no token (or that the draft cannot read) are then never produced, by whichever lane uses it.
+    head_rows, for a draft: its logits come from a short head (short_head.py), the first head_rows
+    ids and the context's, where the model allows one; None, the whole head."""
 
-    def __init__(self, model: torch.nn.Module, vocab_size: int | None = None):
+    def __init__(self, model: torch.nn.Module, vocab_size: int | None = None, head_rows: int | None = None):
         self.model = model
         self.device = next(model.parameters()).device
         width = output_width(model)
@@ -82,6 +85,7 @@ class CachedModel:
             raise ValueError(f"vocab_size must be in [1, {width}] (the logits' width), got {vocab_size}")
         self.vocab_size = vocab_size or width
         self._takes_logits_to_keep = "logits_to_keep" in inspect.signature(model.forward).parameters
+        self.head = ShortHead.of(model, head_rows)
         self.reset()  # builds the cache: a model that cannot be rolled back is refused here
 
     def reset(self) -> None:
@@ -89,6 +93,8 @@ class CachedModel:
         self.cache = new_cache(self.model)
         self.ids: list[int] = []  # committed tokens cached, positions 0..len - 1
         self.slots: list[tuple[int, int]] = []  # tree nodes cached after them: (token, parent slot or ROOT)
+        if self.head is not None:
+            self.head.start_request()
 
     def crop(self, length: int) -> None:
         """Keep the first `length` cached positions (transformers 5 counts the positions to remove).
@@ -114,11 +120,9 @@ class CachedModel:
         keep = min(common_prefix(self.ids, ids), len(ids) - n)
         self.crop(keep)
         new = torch.tensor([ids[keep:]], dtype=torch.long, device=self.device)
-        kwargs = {"logits_to_keep": n} if self._takes_logits_to_keep else {}
-        out = self.model(input_ids=new, past_key_values=self.cache, use_cache=True, **kwargs)
-        self.cache = out.past_key_values
+        logits = self._forward(ids, n, input_ids=new)
         self.ids = list(ids)
-        return out.logits[0, -n:, : self.vocab_size]
+        return logits
 
     # --- token trees ------------------------------------------------------------------------------
 
@@ -144,12 +148,23 @@ class CachedModel:
         self._check_tree()
         fed = len(self.slots)
         inputs = slot_inputs(len(self.ids), tail, slots, fed, self.model.dtype, self.device)
-        kwargs = {"logits_to_keep": n} if self._takes_logits_to_keep else {}
-        out = self.model(input_ids=inputs.input_ids, position_ids=inputs.position_ids,
-                         attention_mask=inputs.attention_mask, past_key_values=self.cache, use_cache=True, **kwargs)
-        self.cache = out.past_key_values
+        logits = self._forward(self.ids + tail + [token for token, _ in slots], n, input_ids=inputs.input_ids,
+                               position_ids=inputs.position_ids, attention_mask=inputs.attention_mask)
         self.ids, self.slots = self.ids + tail, slots
-        return out.logits[0, -n:, : self.vocab_size]
+        return logits
+
+    def _forward(self, context: list[int], n: int, **inputs) -> torch.Tensor:
+        """One pass over inputs after the cache; the [n, V] logits of its last n positions. With a
+        short head, the model's body gives the hidden states and the head reads the context first."""
+        if self.head is None:
+            kwargs = {"logits_to_keep": n} if self._takes_logits_to_keep else {}
+            out = self.model(**inputs, past_key_values=self.cache, use_cache=True, **kwargs)
+            self.cache = out.past_key_values
+            return out.logits[0, -n:, : self.vocab_size]
+        self.head.read(context)
+        out = self.model.base_model(**inputs, past_key_values=self.cache, use_cache=True)
+        self.cache = out.past_key_values
+        return self.head(out.last_hidden_state[0, -n:])[:, : self.vocab_size]
 
     @property
     def keeps_every_position(self) -> bool:

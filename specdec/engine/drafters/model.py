@@ -7,6 +7,7 @@ import time
 import torch
 
 from ..config import Sampling
+from .. import short_head
 from ..kvcache import CachedModel, common_prefix
 from ..sampling import probs_from_logits, sample_from, uniforms
 from ..confidence import StopRule
@@ -35,7 +36,7 @@ class ModelDrafter(DrafterBase):
         siblings: the target verifies trees (CachedModel.takes_trees), so a greedy chain may add a
         sibling leaf where its stop rule says that pays (_with_sibling)."""
         check_draft_reads(model, target_vocab_size)
-        self.draft = CachedModel(model)
+        self.draft = CachedModel(model, head_rows=short_head.ROWS)
         self.target_vocab_size = target_vocab_size
         self.confidence = confidence
         self.siblings = siblings

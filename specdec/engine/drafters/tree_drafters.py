@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from ..config import Sampling, TreeShape
+from .. import short_head
 from ..kvcache import CachedModel, common_prefix
 from ..sampling import probs_from_logits
 from ..tree_verify import ROOT, Tree, merge_prefixes
@@ -52,7 +53,7 @@ class DraftTreeDrafter(DrafterBase):
         check_draft_reads(model, target_vocab_size)
         if cache is not None and cache.model is not model:
             raise ValueError("a shared draft cache must hold the same model")
-        self.draft = cache or CachedModel(model)
+        self.draft = cache or CachedModel(model, head_rows=short_head.ROWS)
         self.target_vocab_size, self.shape, self.chain = target_vocab_size, shape, chain
 
     def reset(self) -> None:

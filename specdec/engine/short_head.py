@@ -1,0 +1,139 @@
+"""A draft's LM head over part of the vocabulary: the first ROWS token ids and every id of the context.
+
+Why. A draft step on a CPU reads every weight once, and a large vocabulary's head is a large share of
+a small draft: Qwen2.5-0.5B's tied head is 151,936 x 896, 136 M of its 494 M weights (28%). Measured
+on the 2-core AMD EPYC (docs/bench-auto/short_head.txt, medians of three), a decode step of that
+draft costs 100 ms with the whole head and 87 ms with its first 65,536 rows in fp32 on the fast
+engine; 32.5 ms and 30.0 ms in int8. FR-Spec (Zhao et al., 2025, "Accelerating Large-Vocabulary
+Language Models via Frequency-Ranked Speculative Sampling") cuts a draft's head to a corpus's most
+frequent tokens in the same way; SGLang's EAGLE drafts take such a list (--speculative-token-map).
+
+Which rows. Without a corpus, the ids' order: a byte-level BPE numbers its tokens in merge order, and
+each merge joins the pair then most frequent in the tokenizer's training text, so low ids are common
+tokens. Over the Spec-Bench-format sample's 26 first turns (the int8 draft's greedy answers, 1,967
+tokens) 2.4% of answer tokens lie at or above 65,536, and 0.7% when every id already in the context
+is kept as well (the prompt's names and rare words, the answer's own repeats). So the head keeps
+both: the first ROWS rows, as one layer of the whole head's kind (packed where it was packed, int8
+where it was int8), and the rows of the context's other ids, gathered as they first appear.
+
+Exactness. Outside the kept ids the draft's logits are -inf, so its distribution q is the softmax
+over the kept ids and zero elsewhere, and a greedy draft is the argmax over them. The target checks
+whatever the draft proposes against the q it was drawn from (verify.py, tree_verify.py), so the
+output is the target's, greedy or sampled, whichever rows are kept; only acceptance can change. A
+greedy chain loses a token only where the target's next token is not kept and the whole head would
+have drafted it; a sampled token is accepted with probability sum_x min(p(x), q(x)), which the cut
+lowers by at most the mass the whole head put outside the kept ids.
+
+When not. A context whose tokens often lie above the cut (Chinese: Qwen's CJK words sit around id
+100,000) would miss most of them, so once more than FREE_OUTSIDE distinct ids of the context are
+not among the first ROWS, and more than MAX_OUTSIDE_SHARE of its length, the draft reads the whole
+head until the next request. A vocabulary under 2 ROWS (SmolLM2's 49,152) keeps the whole head: the
+cut would save too little. So does a model whose logits are more than a projection of its last
+hidden state (Gemma's soft-capping, Cohere's scale): only PLAIN_HEADS' model types are cut.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+from torch.ao.nn.quantized import dynamic as quantized_dynamic
+
+
+ROWS = 65_536
+FREE_OUTSIDE = 8  # the chat template's special tokens and a few rare words cost nothing to gather
+MAX_OUTSIDE_SHARE = 0.05
+# Model types whose causal LM computes logits = lm_head(last hidden state) and nothing more.
+PLAIN_HEADS = ("llama", "qwen2", "qwen3", "mistral")
+
+
+class ShortHead:
+    """The head's first `rows` rows and the rows of the context's other ids; -inf elsewhere."""
+
+    def __init__(self, head: nn.Module, first: nn.Module, rows: int):
+        self.head, self.first, self.rows = head, first, rows
+        self.width = head.out_features
+        self.start_request()
+
+    @classmethod
+    def of(cls, model: nn.Module, rows: int | None = ROWS) -> "ShortHead | None":
+        """The short head of model's LM head, or None where it keeps the whole one (module docstring)."""
+        head = model.get_output_embeddings()
+        if (rows is None or getattr(model.config, "model_type", None) not in PLAIN_HEADS
+                or head is None or head.out_features < 2 * rows):
+            return None
+        first = _first_rows(head, rows)
+        return None if first is None else cls(head, first, rows)
+
+    def start_request(self) -> None:
+        self.outside: list[int] = []  # ids at or above `rows` seen in this request's context, in order
+        self.outside_layer: nn.Module | None = None  # the head's rows for them, as a layer of its kind
+        self.whole = False
+
+    def read(self, ids: Sequence[int]) -> None:
+        """Take the context's ids in: gather the rows of those not kept yet, or go whole for the rest
+        of the request where too many are missing."""
+        if self.whole:
+            return
+        known = set(self.outside)  # (a pass over 2,000 ids costs ~0.1 ms, a draft step ~30)
+        new = sorted({i for i in ids if i >= self.rows and i not in known})
+        if not new:
+            return
+        if len(self.outside) + len(new) > FREE_OUTSIDE + MAX_OUTSIDE_SHARE * len(ids):
+            self.whole = True
+            return
+        self.outside += new
+        self.outside_layer = _rows_of(self.head, self.outside)
+
+    def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
+        """[..., V] logits for hidden states [..., H]: the kept ids' as the whole head computes them,
+        -inf for the rest."""
+        if self.whole:
+            return self.head(hidden)
+        logits = hidden.new_full((*hidden.shape[:-1], self.width), float("-inf"))
+        logits[..., : self.rows] = self.first(hidden)
+        if self.outside:
+            logits[..., torch.tensor(self.outside, device=hidden.device)] = self.outside_layer(hidden)
+        return logits
+
+
+def _first_rows(head: nn.Module, rows: int) -> nn.Module | None:
+    """A layer of head's kind over its first `rows` output rows (dense weights shared, not copied),
+    or None for a kind not known here."""
+    packed = hasattr(head, "packed") and hasattr(head, "padded_rows")  # models/fast.py's FastLinear
+    if packed or type(head) is nn.Linear:
+        first = _dense(head.weight.detach()[:rows], None if head.bias is None else head.bias.detach()[:rows])
+        if packed:  # a packed copy of those rows, used at the widths the whole head's is; by its own class,
+            return type(head)(first, head.dense_rows, head.padded_rows)  # as the engine imports no loader
+        return first
+    if isinstance(head, quantized_dynamic.Linear) and head.weight().qscheme() == torch.per_channel_affine:
+        bias = head.bias()
+        return _quantized(head.weight()[:rows], None if bias is None else bias[:rows].clone())
+    return None
+
+
+def _rows_of(head: nn.Module, ids: list[int]) -> nn.Module:
+    """A layer of head's kind over the given output rows (copies: ids are a few)."""
+    if isinstance(head, quantized_dynamic.Linear):
+        weight, bias = head.weight(), head.bias()
+        rows = torch.cat([weight[i: i + 1].dequantize() for i in ids])
+        # Each row's int8 values times its scale, quantized again on that scale: the same int8 values,
+        # so the layer computes what the whole head does for these ids, activations rounded alike.
+        requantized = torch.quantize_per_channel(rows, weight.q_per_channel_scales()[ids],
+                                                 weight.q_per_channel_zero_points()[ids], 0, torch.qint8)
+        return _quantized(requantized, None if bias is None else bias[ids].clone())
+    return _dense(head.weight.detach()[ids], None if head.bias is None else head.bias.detach()[ids])
+
+
+def _dense(weight: torch.Tensor, bias: torch.Tensor | None) -> nn.Linear:
+    layer = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None, device="meta")
+    layer.weight = nn.Parameter(weight, requires_grad=False)
+    if bias is not None:
+        layer.bias = nn.Parameter(bias, requires_grad=False)
+    return layer
+
+
+def _quantized(weight: torch.Tensor, bias: torch.Tensor | None) -> nn.Module:
+    layer = quantized_dynamic.Linear(weight.shape[1], weight.shape[0], dtype=torch.qint8)
+    layer.set_weight_bias(weight, bias)
+    return layer
