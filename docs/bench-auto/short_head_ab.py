@@ -4,8 +4,12 @@ tokens) over ab_session.py's session (21 turns, each lane its own learned costs 
 cold, then warm), with the fp32 draft (--fp32-draft) and the int8 one.
 
 Why: the 0.5B draft's tied head is 28% of its weights, and a draft step reads them all. short_head.py
-times the step (fp32 100 ms whole, 87 ms short; int8 32.5 and 30.0: short_head.txt) and counts what
+times the step (fp32 76.0 ms whole, 68.1 ms short; int8 33.3 and 30.4: short_head.txt) and counts what
 the cut misses (0.7% of the sample's answer tokens, the context's ids kept).
+
+Result, fp32 draft (short_head_ab.fp32.txt): short head / whole head 0.994x cold, 1.038x warm, with
+tokens per target pass alike; the session's noise is a few percent either way, so the head's 10%
+cheaper draft step shows as a small gain at best, never a loss. Kept.
 
     PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/short_head_ab.py [--fp32-draft] > docs/bench-auto/short_head_ab[.fp32].txt
 """

@@ -3,10 +3,11 @@
 Why. A draft step on a CPU reads every weight once, and a large vocabulary's head is a large share of
 a small draft: Qwen2.5-0.5B's tied head is 151,936 x 896, 136 M of its 494 M weights (28%). Measured
 on the 2-core AMD EPYC (docs/bench-auto/short_head.txt, medians of three), a decode step of that
-draft costs 100 ms with the whole head and 87 ms with its first 65,536 rows in fp32 on the fast
-engine; 32.5 ms and 30.0 ms in int8. FR-Spec (Zhao et al., 2025, "Accelerating Large-Vocabulary
-Language Models via Frequency-Ranked Speculative Sampling") cuts a draft's head to a corpus's most
-frequent tokens in the same way; SGLang's EAGLE drafts take such a list (--speculative-token-map).
+draft costs 76.0 ms with the whole head and 68.1 ms with its first 65,536 rows in fp32 on the fast
+engine; 33.3 ms and 30.4 ms in int8. FR-Spec (Zhao et al., 2025, arXiv 2502.14856, "Accelerating
+Large-Vocabulary Language Models via Frequency-Ranked Speculative Sampling") cuts a draft's head to
+a corpus's most frequent tokens in the same way; SGLang's EAGLE drafts take such a list
+(--speculative-token-map).
 
 Which rows. Without a corpus, the ids' order: a byte-level BPE numbers its tokens in merge order, and
 each merge joins the pair then most frequent in the tokenizer's training text, so low ids are common
