@@ -73,6 +73,20 @@ def test_heads_that_keep_their_whole_vocabulary():
     assert ShortHead.of(tiny_model("qwen2", vocab=VOCAB), ROWS) is not None
 
 
+def test_the_first_rows_layer_is_built_once_per_head(monkeypatch):
+    """A drafter is made per request; building the layer repacks the head's weights (seconds for an int8
+    0.5B draft), so every short head on one model shares one layer, and a model of its own gets its own."""
+    model = heads()["int8"]
+    built = []
+    monkeypatch.setattr(short_head, "_first_rows", lambda head, rows: built.append(rows) or torch.nn.Identity())
+    first = ShortHead.of(model, ROWS)
+    assert ShortHead.of(model, ROWS).first is first.first and built == [ROWS]
+    ShortHead.of(model, 2 * ROWS - 60)
+    assert built == [ROWS, 2 * ROWS - 60]
+    ShortHead.of(quantize_int8(tiny_model("llama", seed=3, vocab=VOCAB)), ROWS)
+    assert built == [ROWS, 2 * ROWS - 60, ROWS]
+
+
 # 2. Exactness ------------------------------------------------------------------------------------------
 
 PROMPT = [5, 9, 13, 70, 9, 13, 21]
