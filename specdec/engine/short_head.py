@@ -47,17 +47,18 @@ FREE_OUTSIDE = 8  # the chat template's special tokens and a few rare words cost
 MAX_OUTSIDE_SHARE = 0.05
 # Model types whose causal LM computes logits = lm_head(last hidden state) and nothing more.
 PLAIN_HEADS = ("llama", "qwen2", "qwen3", "mistral")
-# Each head's first-rows layer, built once and shared by every drafter on it: building one unpacks and
-# repacks the head's weights (3.3 s for the Qwen 0.5B draft's int8 head on the 2-core host), and a
-# drafter is made per request. Keyed weakly by the head, so an unloaded model takes its layer along.
-_FIRST_ROWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# Each head's rows, read once and shared by every drafter on it (HeadRows.of): a drafter is made per
+# request, and reading an int8 head's weights unpacks all of them (1 s for the Qwen 0.5B draft's head
+# on the 2-core host, 3.3 s with the first rows' repack). Keyed weakly by the head, so an unloaded
+# model takes its rows along.
+_HEAD_ROWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class ShortHead:
     """The head's first `rows` rows and the rows of the context's other ids; -inf elsewhere."""
 
-    def __init__(self, head: nn.Module, first: nn.Module, rows: int):
-        self.head, self.first, self.rows = head, first, rows
+    def __init__(self, head: nn.Module, rows: "HeadRows"):
+        self.head, self.rows = head, rows
         self.width = head.out_features
         self.start_request()
 
@@ -68,13 +69,13 @@ class ShortHead:
         if (rows is None or getattr(model.config, "model_type", None) not in PLAIN_HEADS
                 or head is None or head.out_features < 2 * rows):
             return None
-        by_rows = _FIRST_ROWS.setdefault(head, {})
-        if rows not in by_rows:
-            by_rows[rows] = _first_rows(head, rows)
-        return None if by_rows[rows] is None else cls(head, by_rows[rows], rows)
+        by_count = _HEAD_ROWS.setdefault(head, {})
+        if rows not in by_count:
+            by_count[rows] = HeadRows.of(head, rows)
+        return None if by_count[rows] is None else cls(head, by_count[rows])
 
     def start_request(self) -> None:
-        self.outside: list[int] = []  # ids at or above `rows` seen in this request's context, in order
+        self.outside: list[int] = []  # ids at or above rows.count seen in this request's context, in order
         self.outside_layer: nn.Module | None = None  # the head's rows for them, as a layer of its kind
         self.whole = False
 
@@ -84,14 +85,14 @@ class ShortHead:
         if self.whole:
             return
         known = set(self.outside)  # (a pass over 2,000 ids costs ~0.1 ms, a draft step ~30)
-        new = sorted({i for i in ids if i >= self.rows and i not in known})
+        new = sorted({i for i in ids if i >= self.rows.count and i not in known})
         if not new:
             return
         if len(self.outside) + len(new) > FREE_OUTSIDE + MAX_OUTSIDE_SHARE * len(ids):
             self.whole = True
             return
         self.outside += new
-        self.outside_layer = _rows_of(self.head, self.outside)
+        self.outside_layer = self.rows.gather(self.outside)
 
     def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
         """[..., V] logits for hidden states [..., H]: the kept ids' as the whole head computes them,
@@ -99,38 +100,51 @@ class ShortHead:
         if self.whole:
             return self.head(hidden)
         logits = hidden.new_full((*hidden.shape[:-1], self.width), float("-inf"))
-        logits[..., : self.rows] = self.first(hidden)
+        logits[..., : self.rows.count] = self.rows.first(hidden)
         if self.outside:
             logits[..., torch.tensor(self.outside, device=hidden.device)] = self.outside_layer(hidden)
         return logits
 
 
-def _first_rows(head: nn.Module, rows: int) -> nn.Module | None:
-    """A layer of head's kind over its first `rows` output rows (dense weights shared, not copied),
-    or None for a kind not known here."""
-    packed = hasattr(head, "packed") and hasattr(head, "padded_rows")  # models/fast.py's FastLinear
-    if packed or type(head) is nn.Linear:
-        first = _dense(head.weight.detach()[:rows], None if head.bias is None else head.bias.detach()[:rows])
-        if packed:  # a packed copy of those rows, used at the widths the whole head's is; by its own class,
-            return type(head)(first, head.dense_rows, head.padded_rows)  # as the engine imports no loader
-        return first
-    if isinstance(head, quantized_dynamic.Linear) and head.weight().qscheme() == torch.per_channel_affine:
-        bias = head.bias()
-        return _quantized(head.weight()[:rows], None if bias is None else bias[:rows].clone())
-    return None
+class HeadRows:
+    """A head's rows as layers of its kind: its first `count` rows (first, built once) and any few
+    others (gather, per request). A dense head's weights are shared, not copied. An int8 head's
+    values are unpacked once and kept (one byte a weight: 136 MB for the Qwen 0.5B draft's head), as
+    reading rows from its packed weight unpacks all of them each time."""
 
+    def __init__(self, first: nn.Module, weight: torch.Tensor, bias: torch.Tensor | None, count: int,
+                 scales: torch.Tensor | None = None, zero_points: torch.Tensor | None = None):
+        self.first, self.weight, self.bias, self.count = first, weight, bias, count
+        self.scales, self.zero_points = scales, zero_points  # an int8 head's, per row; weight its int8 values
 
-def _rows_of(head: nn.Module, ids: list[int]) -> nn.Module:
-    """A layer of head's kind over the given output rows (copies: ids are a few)."""
-    if isinstance(head, quantized_dynamic.Linear):
-        weight, bias = head.weight(), head.bias()
-        rows = torch.cat([weight[i: i + 1].dequantize() for i in ids])
+    @classmethod
+    def of(cls, head: nn.Module, count: int) -> "HeadRows | None":
+        """head's rows, or None for a kind of head not known here."""
+        packed = hasattr(head, "packed") and hasattr(head, "padded_rows")  # models/fast.py's FastLinear
+        if packed or type(head) is nn.Linear:
+            weight, bias = head.weight.detach(), None if head.bias is None else head.bias.detach()
+            first = _dense(weight[:count], None if bias is None else bias[:count])
+            if packed:  # a packed copy of those rows, used at the widths the whole head's is; by its own class,
+                first = type(head)(first, head.dense_rows, head.padded_rows)  # as the engine imports no loader
+            return cls(first, weight, bias, count)
+        if isinstance(head, quantized_dynamic.Linear) and head.weight().qscheme() == torch.per_channel_affine:
+            weight, bias = head.weight(), head.bias()
+            first = _quantized(weight[:count], None if bias is None else bias[:count].clone())
+            return cls(first, weight.int_repr(), bias, count,
+                       weight.q_per_channel_scales(), weight.q_per_channel_zero_points())
+        return None
+
+    def gather(self, ids: list[int]) -> nn.Module:
+        """A layer of the head's kind over the given output rows (copies: ids are a few)."""
+        index = torch.tensor(ids)
+        bias = None if self.bias is None else self.bias[index].clone()
+        if self.scales is None:
+            return _dense(self.weight[index], bias)
         # Each row's int8 values times its scale, quantized again on that scale: the same int8 values,
         # so the layer computes what the whole head does for these ids, activations rounded alike.
-        requantized = torch.quantize_per_channel(rows, weight.q_per_channel_scales()[ids],
-                                                 weight.q_per_channel_zero_points()[ids], 0, torch.qint8)
-        return _quantized(requantized, None if bias is None else bias[ids].clone())
-    return _dense(head.weight.detach()[ids], None if head.bias is None else head.bias.detach()[ids])
+        scales, zero_points = self.scales[index], self.zero_points[index]
+        rows = ((self.weight[index].double() - zero_points[:, None]) * scales[:, None]).float()  # (scales are float64)
+        return _quantized(torch.quantize_per_channel(rows, scales, zero_points, 0, torch.qint8), bias)
 
 
 def _dense(weight: torch.Tensor, bias: torch.Tensor | None) -> nn.Linear:

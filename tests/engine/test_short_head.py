@@ -39,7 +39,7 @@ def heads():
 def test_the_kept_ids_logits_are_the_whole_heads_and_the_rest_minus_infinity(kind):
     model = heads()[kind]
     whole, short = CachedModel(model), CachedModel(model, head_rows=ROWS)
-    assert isinstance(short.head.first, FastLinear) == (kind == "packed")
+    assert isinstance(short.head.rows.first, FastLinear) == (kind == "packed")
     expected, got = whole.logits(CONTEXT, 3), short.logits(CONTEXT, 3)
     kept = torch.zeros(VOCAB, dtype=torch.bool)
     kept[:ROWS], kept[[70, 200]] = True, True
@@ -73,14 +73,14 @@ def test_heads_that_keep_their_whole_vocabulary():
     assert ShortHead.of(tiny_model("qwen2", vocab=VOCAB), ROWS) is not None
 
 
-def test_the_first_rows_layer_is_built_once_per_head(monkeypatch):
-    """A drafter is made per request; building the layer repacks the head's weights (seconds for an int8
-    0.5B draft), so every short head on one model shares one layer, and a model of its own gets its own."""
+def test_a_heads_rows_are_read_once(monkeypatch):
+    """A drafter is made per request; reading an int8 head's rows unpacks its weights (seconds for the
+    0.5B draft), so every short head on one model shares them, and a model of its own reads its own."""
     model = heads()["int8"]
-    built = []
-    monkeypatch.setattr(short_head, "_first_rows", lambda head, rows: built.append(rows) or torch.nn.Identity())
+    built, read = [], short_head.HeadRows.of
+    monkeypatch.setattr(short_head.HeadRows, "of", lambda head, rows: built.append(rows) or read(head, rows))
     first = ShortHead.of(model, ROWS)
-    assert ShortHead.of(model, ROWS).first is first.first and built == [ROWS]
+    assert ShortHead.of(model, ROWS).rows is first.rows and built == [ROWS]
     ShortHead.of(model, 2 * ROWS - 60)
     assert built == [ROWS, 2 * ROWS - 60]
     ShortHead.of(quantize_int8(tiny_model("llama", seed=3, vocab=VOCAB)), ROWS)
