@@ -55,7 +55,7 @@ _HEAD_ROWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class ShortHead:
-    """The head's first `rows` rows and the rows of the context's other ids; -inf elsewhere."""
+    """The head's first rows.count rows and the rows of the context's other ids; -inf elsewhere."""
 
     def __init__(self, head: nn.Module, rows: "HeadRows"):
         self.head, self.rows = head, rows
@@ -77,6 +77,7 @@ class ShortHead:
     def start_request(self) -> None:
         self.outside: list[int] = []  # ids at or above rows.count seen in this request's context, in order
         self.outside_layer: nn.Module | None = None  # the head's rows for them, as a layer of its kind
+        self.outside_index: torch.Tensor | None = None  # where that layer's logits go
         self.whole = False
 
     def read(self, ids: Sequence[int]) -> None:
@@ -93,6 +94,7 @@ class ShortHead:
             return
         self.outside += new
         self.outside_layer = self.rows.gather(self.outside)
+        self.outside_index = torch.tensor(self.outside, device=self.rows.weight.device)
 
     def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
         """[..., V] logits for hidden states [..., H]: the kept ids' as the whole head computes them,
@@ -102,7 +104,7 @@ class ShortHead:
         logits = hidden.new_full((*hidden.shape[:-1], self.width), float("-inf"))
         logits[..., : self.rows.count] = self.rows.first(hidden)
         if self.outside:
-            logits[..., torch.tensor(self.outside, device=hidden.device)] = self.outside_layer(hidden)
+            logits[..., self.outside_index] = self.outside_layer(hidden)
         return logits
 
 
