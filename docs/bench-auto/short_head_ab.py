@@ -7,9 +7,16 @@ Why: the 0.5B draft's tied head is 28% of its weights, and a draft step reads th
 times the step (fp32 76.0 ms whole, 68.1 ms short; int8 33.3 and 30.4: short_head.txt) and counts what
 the cut misses (0.7% of the sample's answer tokens, the context's ids kept).
 
-Result, fp32 draft (short_head_ab.fp32.txt): short head / whole head 0.994x cold, 1.038x warm, with
-tokens per target pass alike; the session's noise is a few percent either way, so the head's 10%
-cheaper draft step shows as a small gain at best, never a loss. Kept.
+Result, int8 draft (short_head_ab.txt, at 74634d0): short head / whole head 0.993x cold, 1.032x warm,
+tokens per target pass alike. Kept.
+
+Result, fp32 draft (short_head_ab.fp32.txt, at c13545b): 0.994x cold, 1.038x warm. That engine built
+the head's first rows anew for each request (a drafter is made per request): 0.34 s a request in
+fp32, 3.3 s in int8, and an int8 head took 2.1 s more each time the context brought an id past the
+cut, as reading its rows unpacked all of them. The int8 A/B there read 0.505x cold, 0.525x warm; with
+the first rows built once (e71a09b) `run.sh qwen-tasks` still read auto 1.45x our standard decoding
+(2.20x before the short head), from the gathers. Both were thrown away; short_head.py now reads a
+head's rows once per process (HeadRows; test_a_heads_rows_are_read_once).
 
     PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/short_head_ab.py [--fp32-draft] > docs/bench-auto/short_head_ab[.fp32].txt
 """
