@@ -7,16 +7,19 @@ Why: the 0.5B draft's tied head is 28% of its weights, and a draft step reads th
 times the step (fp32 76.0 ms whole, 68.1 ms short; int8 33.3 and 30.4: short_head.txt) and counts what
 the cut misses (0.7% of the sample's answer tokens, the context's ids kept).
 
-Result, int8 draft (short_head_ab.txt, at 74634d0): short head / whole head 0.993x cold, 1.032x warm,
-tokens per target pass alike. Kept.
+Result, at 74634d0: short head / whole head, int8 draft (short_head_ab.txt) 0.993x cold, 1.032x
+warm; fp32 draft (short_head_ab.fp32.txt) 1.115x cold, 1.100x warm; tokens per target pass alike.
+The fp32 draft's token costs 0.39 of a target step (the int8 one's 0.16), so the step's 10% shows
+more there. Kept.
 
-Result, fp32 draft (short_head_ab.fp32.txt, at c13545b): 0.994x cold, 1.038x warm. That engine built
-the head's first rows anew for each request (a drafter is made per request): 0.34 s a request in
-fp32, 3.3 s in int8, and an int8 head took 2.1 s more each time the context brought an id past the
-cut, as reading its rows unpacked all of them. The int8 A/B there read 0.505x cold, 0.525x warm; with
-the first rows built once (e71a09b) `run.sh qwen-tasks` still read auto 1.45x our standard decoding
-(2.20x before the short head), from the gathers. Both were thrown away; short_head.py now reads a
-head's rows once per process (HeadRows; test_a_heads_rows_are_read_once).
+Before: the engine at c13545b built the head's rows for each drafter, and a drafter is made per
+request: 0.34 s a request in fp32, 3.3 s in int8 (unpacking the int8 head, repacking its first
+rows), and in int8 2.1 s more each time the context brought an id past the cut (reading one row
+unpacked the whole head). There the fp32 A/B read 0.994x / 1.038x and the int8 one 0.505x / 0.525x
+(short_head_ab.rebuilt-per-request.txt); with the first rows built once (e71a09b) `run.sh
+qwen-tasks` still read auto 1.45x our standard decoding (2.20x before the short head), from the
+gathers. short_head.py now reads a head's rows once per process (HeadRows;
+test_a_heads_rows_are_read_once).
 
     PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/short_head_ab.py [--fp32-draft] > docs/bench-auto/short_head_ab[.fp32].txt
 """

@@ -85,6 +85,12 @@ def test_a_heads_rows_are_read_once(monkeypatch):
     assert built == [ROWS, 2 * ROWS - 60]
     ShortHead.of(quantize_int8(tiny_model("llama", seed=3, vocab=VOCAB)), ROWS)
     assert built == [ROWS, 2 * ROWS - 60, ROWS]
+    # Nor does a request's gather read the packed head again: its rows come from what was read.
+    def unpack():
+        raise AssertionError("the int8 head's packed weight was unpacked after HeadRows.of")
+    monkeypatch.setattr(model.get_output_embeddings(), "weight", unpack)
+    short = CachedModel(model, head_rows=ROWS)
+    assert torch.isfinite(short.logits(CONTEXT, 1)[0, [70, 200]]).all()
 
 
 # 2. Exactness ------------------------------------------------------------------------------------------
