@@ -4,7 +4,9 @@ Why. A draft step on a CPU reads every weight once, and a large vocabulary's hea
 a small draft: Qwen2.5-0.5B's tied head is 151,936 x 896, 136 M of its 494 M weights (28%). Measured
 on the 2-core AMD EPYC (docs/bench-auto/short_head.txt, medians of three), a decode step of that
 draft costs 76.0 ms with the whole head and 68.1 ms with its first 65,536 rows in fp32 on the fast
-engine; 33.3 ms and 30.4 ms in int8. FR-Spec (Zhao et al., 2025, arXiv 2502.14856, "Accelerating
+engine; 33.3 ms and 30.4 ms in int8. Over a 21-turn session (docs/bench-auto/short_head_ab.py),
+auto ran 1.10-1.12x as fast with the short head as with the whole one on the fp32 draft, and
+0.99-1.03x on the int8 one, whose step is a smaller share of a round. FR-Spec (Zhao et al., 2025, arXiv 2502.14856, "Accelerating
 Large-Vocabulary Language Models via Frequency-Ranked Speculative Sampling") cuts a draft's head to
 a corpus's most frequent tokens in the same way; SGLang's EAGLE drafts take such a list
 (--speculative-token-map).
