@@ -6,10 +6,10 @@ on the 2-core AMD EPYC (docs/bench-auto/short_head.txt, medians of three), a dec
 draft costs 76.0 ms with the whole head and 68.1 ms with its first 65,536 rows in fp32 on the fast
 engine; 33.3 ms and 30.4 ms in int8. Over a 21-turn session (docs/bench-auto/short_head_ab.py),
 auto ran 1.10-1.12x as fast with the short head as with the whole one on the fp32 draft, and
-0.99-1.03x on the int8 one, whose step is a smaller share of a round. FR-Spec (Zhao et al., 2025, arXiv 2502.14856, "Accelerating
-Large-Vocabulary Language Models via Frequency-Ranked Speculative Sampling") cuts a draft's head to
-a corpus's most frequent tokens in the same way; SGLang's EAGLE drafts take such a list
-(--speculative-token-map).
+0.99-1.03x on the int8 one, whose step is a smaller share of a round. FR-Spec (Zhao et al., 2025,
+arXiv 2502.14856, "Accelerating Large-Vocabulary Language Models via Frequency-Ranked Speculative
+Sampling") cuts a draft's head to a corpus's most frequent tokens in the same way; SGLang's EAGLE
+drafts take such a list (--speculative-token-map).
 
 Which rows. Without a corpus, the ids' order: a byte-level BPE numbers its tokens in merge order, and
 each merge joins the pair then most frequent in the tokenizer's training text, so low ids are common
@@ -131,12 +131,14 @@ class HeadRows:
             if packed:  # a packed copy of those rows, used at the widths the whole head's is; by its own class,
                 first = type(head)(first, head.dense_rows, head.padded_rows)  # as the engine imports no loader
             return cls(first, weight, bias, count)
-        if isinstance(head, quantized_dynamic.Linear) and head.weight().qscheme() == torch.per_channel_affine:
-            weight, bias = head.weight(), head.bias()
-            first = _quantized(weight[:count], None if bias is None else bias[:count].clone())
-            return cls(first, weight.int_repr(), bias, count,
-                       weight.q_per_channel_scales(), weight.q_per_channel_zero_points())
-        return None
+        if not isinstance(head, quantized_dynamic.Linear):
+            return None
+        weight, bias = head.weight(), head.bias()  # (unpacks the whole head: once)
+        if weight.qscheme() != torch.per_channel_affine:
+            return None
+        first = _quantized(weight[:count], None if bias is None else bias[:count].clone())
+        return cls(first, weight.int_repr(), bias, count,
+                   weight.q_per_channel_scales(), weight.q_per_channel_zero_points())
 
     def gather(self, ids: list[int]) -> nn.Module:
         """A layer of the head's kind over the given output rows (copies: ids are a few)."""
