@@ -96,6 +96,7 @@ def speculative_decode(
         # 2. Draft. A stop rule (the cost policy's, for a model source) goes to token-by-token drafters.
         stop = {"stop": choice.stop} if choice.stop is not None else {}
         draft = drafter.propose(ids, k_round, sampling, generator, choice.source, **stop) if k_round > 0 else NO_DRAFT
+        draft = draft.through_eos(eos)  # a copy of the prompt's turn end, say: nothing after it is kept
         drafted_at = clock.now()
         # 3. Verify: one target pass over the last committed token and the chain (or tree), then the
         #    accept/reject rule (verify.py, tree_verify.py): the accepted path and one target token.

@@ -149,7 +149,8 @@ class Pair:
             target_vocab_size=self._speculative_lane.vocab_size, draft_model=draft.model if draft else None,
             confidence=request.spec.confidence, target=self._speculative_lane, layers=request.draft_layers,
             tokenizers=(self.tokenizer, draft.tokenizer if draft else None), tree=request.spec.tree,
-            recycled=self.recycling_table() if request.drafter in RECYCLING else None)
+            recycled=self.recycling_table() if request.drafter in RECYCLING else None,
+            eos_ids=frozenset(self.eos_ids))
 
     def _saving_costs(self, rounds: Iterator[RoundEvent]) -> Iterator[RoundEvent]:
         yield from rounds

@@ -5,7 +5,7 @@ q = None, which the engine reads as one-hot on its tokens: that is what makes th
 max(p - q, 0) right for prompt lookup and for a greedy draft model."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import torch
@@ -42,6 +42,21 @@ class Draft:
     # The chain source whose draft is this tree's likeliest path: a greedy draft tree of the chain's
     # own model (events.TreeRound.as_chain), so a round of the tree is also evidence for the chain.
     chain: str | None = None
+
+    def through_eos(self, eos: frozenset[int] | set[int]) -> "Draft":
+        """The chain up to and including its first EOS. Nothing drafted after an EOS can be kept: an
+        accepted EOS ends the answer (decoding._truncate), and a rejected one rejects every token after
+        it. The cut reads only the draft's own tokens, as a confidence stop does, so the rule stays
+        exact (verify.py: k may depend on the draft's draws); the target's pass is narrower. A tree is
+        left whole (its drafters do not grow below an EOS node: tree_drafters.DraftTreeDrafter)."""
+        if self.tree is not None or not eos:
+            return self
+        cut = next((i + 1 for i, token in enumerate(self.tokens) if token in eos), len(self.tokens))
+        if cut == len(self.tokens):
+            return self
+        return replace(self, tokens=self.tokens[:cut], q=None if self.q is None else self.q[:cut],
+                       logits=None if self.logits is None else self.logits[:cut],
+                       confidences=self.confidences[:cut])
 
 
 class Drafter(Protocol):

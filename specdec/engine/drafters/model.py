@@ -27,19 +27,22 @@ class ModelDrafter(DrafterBase):
                      guesser: Guesser | None = None) -> "ModelDrafter":
         siblings = options.target is not None and options.target.takes_trees
         return cls(options.need_draft(drafter), options.target_vocab_size, options.confidence, guesser,
-                   siblings=siblings)
+                   siblings=siblings, eos_ids=options.eos_ids)
 
     def __init__(self, model: torch.nn.Module, target_vocab_size: int, confidence: float = 0.0,
-                 guesser: Guesser | None = None, max_guesses: int = MAX_GUESSES, siblings: bool = False):
+                 guesser: Guesser | None = None, max_guesses: int = MAX_GUESSES, siblings: bool = False,
+                 eos_ids: frozenset[int] = frozenset()):
         """guesser: where the staged passes' guesses come from (staged.py; prompt lookup alone unless
         given, the mixed drafter's adds token recycling's table); max_guesses 0 drafts one token a pass.
         siblings: the target verifies trees (CachedModel.takes_trees), so a greedy chain may add a
-        sibling leaf where its stop rule says that pays (_with_sibling)."""
+        sibling leaf where its stop rule says that pays (_with_sibling). eos_ids: the draft ends at
+        one (base.Draft.through_eos: no token after it could be kept, so drafting on is wasted)."""
         check_draft_reads(model, target_vocab_size)
         self.draft = CachedModel(model, head_rows=short_head.ROWS)
         self.target_vocab_size = target_vocab_size
         self.confidence = confidence
         self.siblings = siblings
+        self.eos_ids = frozenset(eos_ids)
         # (a sliding-window draft keeps one token a pass: CachedModel.keeps_every_position)
         self.guesser = guesser or Guesser()
         self.max_guesses = max_guesses if self.draft.keeps_every_position else 0
@@ -54,8 +57,8 @@ class ModelDrafter(DrafterBase):
         """Up to k tokens, from staged passes (staged.py): each reads the draft's next position and
         guesses of the ones after it, and yields a token for every position read on the draft's own
         path. The draft ends early after a token it gives less than `confidence` (a fixed threshold,
-        transformers' assistant_confidence_threshold), or when the round's stop rule says one more
-        token is not worth its cost (the cost policy's, confidence.py)."""
+        transformers' assistant_confidence_threshold), when the round's stop rule says one more
+        token is not worth its cost (the cost policy's, confidence.py), or after an EOS."""
         self.draft.settle(ids)  # a shared cache's last tree path is already read: not catch-up
         catch_up = len(ids) - common_prefix(self.draft.ids, ids)
         tokens: list[int] = []
@@ -114,7 +117,8 @@ class ModelDrafter(DrafterBase):
               stop: StopRule | None, rows: list, confidences: list) -> tuple[list[int], bool]:
         """The draft's token from each row of a staged pass while the row was read on its path (row
         i + 1 only where row i's token was guess i), each row and confidence appended to the round's;
-        and whether the draft stops (its confidence fell below the threshold, or the stop rule says so)."""
+        and whether the draft stops (an EOS, its confidence fell below the threshold, or the stop rule
+        says so)."""
         kept: list[int] = []
         for i, logits in enumerate(block):
             if sampling.greedy:
@@ -124,6 +128,8 @@ class ModelDrafter(DrafterBase):
                 rows.append(probs_from_logits(logits, sampling))
                 kept.append(sample_from(rows[-1], uniforms(1, generator)[0]))
             confidences.append(self._confidence(rows[-1], kept[-1], sampling.greedy))
+            if kept[-1] in self.eos_ids:
+                return kept, True
             if confidences[-1] < self.confidence or (stop is not None and not stop.keep_drafting(confidences)):
                 return kept, True
             if i == len(guesses) or kept[-1] != guesses[i]:

@@ -32,6 +32,7 @@ class DrafterOptions:
     tokenizers: tuple[object, object] | None = None  # cross-tokenizer: (target's, draft's)
     tree: TreeShape = TreeShape()  # the tree drafters' budget and branching (Speculation.tree)
     recycled: "AdjacencyTable | None" = None  # recycling: the pair's table, kept across requests
+    eos_ids: frozenset[int] = frozenset()  # model drafters: stop at these (nothing after one is kept)
 
     def need_draft(self, drafter: str) -> torch.nn.Module:
         if self.draft_model is None:

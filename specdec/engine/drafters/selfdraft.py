@@ -35,13 +35,15 @@ class SelfDrafter(DrafterBase):
 
     @classmethod
     def from_options(cls, options: DrafterOptions) -> "SelfDrafter":
-        return cls(options.need_target(), options.layers, options.confidence)
+        return cls(options.need_target(), options.layers, options.confidence, options.eos_ids)
 
-    def __init__(self, target: CachedModel, layers: Sequence[int] | None = None, confidence: float = 0.0):
+    def __init__(self, target: CachedModel, layers: Sequence[int] | None = None, confidence: float = 0.0,
+                 eos_ids: frozenset[int] = frozenset()):
         n_layers = len(decoder_layers(target.model))
         # None is the default (the first half); an empty list is a mistake, refused by check_layers.
         self.layers = check_layers(first_layers(n_layers) if layers is None else layers, n_layers)
-        self.model = ModelDrafter(layer_view(target.model, self.layers), target.vocab_size, confidence)
+        self.model = ModelDrafter(layer_view(target.model, self.layers), target.vocab_size, confidence,
+                                  eos_ids=eos_ids)
         self.target = target
         self.borrows = self.layers == tuple(range(len(self.layers))) and _plain(self.model.draft)
 

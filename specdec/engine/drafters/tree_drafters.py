@@ -41,20 +41,23 @@ class DraftTreeDrafter(DrafterBase):
     @classmethod
     def from_options(cls, options: DrafterOptions, cache: CachedModel | None = None,
                      chain: str | None = None) -> "DraftTreeDrafter":
-        return cls(options.need_draft(cls.name), options.target_vocab_size, options.tree, cache, chain)
+        return cls(options.need_draft(cls.name), options.target_vocab_size, options.tree, cache, chain,
+                   options.eos_ids)
 
     def __init__(self, model: torch.nn.Module, target_vocab_size: int, shape: TreeShape = TreeShape(),
-                 cache: CachedModel | None = None, chain: str | None = None):
+                 cache: CachedModel | None = None, chain: str | None = None, eos_ids: frozenset[int] = frozenset()):
         """cache: the draft's KV cache, shared with a chain drafter of the same model (the mixed
         drafter's), so neither reads the prompt or the other's rounds again; CachedModel keys what it
         holds by the ids it has read, so either may extend or roll back what the other left. chain:
         that chain drafter's source; a greedy tree's likeliest path is its draft, so each round of the
-        tree is evidence for it too (events.TreeRound.as_chain)."""
+        tree is evidence for it too (events.TreeRound.as_chain). eos_ids: nodes never expanded (nothing
+        after an EOS could be kept)."""
         check_draft_reads(model, target_vocab_size)
         if cache is not None and cache.model is not model:
             raise ValueError("a shared draft cache must hold the same model")
         self.draft = cache or CachedModel(model, head_rows=short_head.ROWS)
         self.target_vocab_size, self.shape, self.chain = target_vocab_size, shape, chain
+        self.eos_ids = frozenset(eos_ids)
 
     def reset(self) -> None:
         self.draft.reset()
@@ -85,9 +88,9 @@ class DraftTreeDrafter(DrafterBase):
                     tokens.append(token)
                     parents.append(node)
                     reach.append(above * prob)
-            if depth == depth_limit or born == len(tokens):
+            newest = [n for n in range(born, len(tokens)) if tokens[n] not in self.eos_ids]
+            if depth == depth_limit or not newest:
                 break
-            newest = range(born, len(tokens))
             frontier = sorted(newest, key=lambda n: (-reach[n], n))[:width]
             for node in frontier:
                 slot[node] = len(slot) - 1
