@@ -248,6 +248,16 @@ def race_result(run=None, **changes):
     return replace(base, **changes)
 
 
+def chain_round(i: int, drafted: int, accepted: int, confidences=(), draft_s: float = 0.1, verify_s: float = 1.0):
+    """A chain round that drafted `drafted` tokens (draft_s each) at these confidences and kept
+    `accepted` of them, then a correction (a bonus where it kept them all), its pass taking verify_s."""
+    from specdec.engine.events import ACCEPTED, CORRECTED, RoundEvent
+
+    fates = (ACCEPTED,) * accepted + ((CORRECTED,) if accepted < drafted else ())
+    return RoundEvent(i, drafted, tuple(range(drafted)), accepted, tuple(range(accepted + 1)), fates, draft_s * drafted,
+                      verify_s, (), False, catch_up=1, confidences=confidences)
+
+
 def tree_round(i: int, tree, source: str):
     """A round that drafted `tree` (events.TreeRound) from `source` and kept its path, then a correction."""
     from specdec.engine.events import ACCEPTED, CORRECTED, RoundEvent

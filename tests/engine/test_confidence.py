@@ -7,12 +7,11 @@ import pytest
 import torch
 
 from chi_square import chi_square, critical, joint
-from helpers import perturbed, tiny_model
+from helpers import chain_round, perturbed, tiny_model
 from specdec.engine.config import Sampling, Speculation
 from specdec.engine.confidence import Calibration, StopRule, shifted
 from specdec.engine.decoding import speculative_decode, standard_decode
 from specdec.engine.drafters import HybridDrafter, ModelDrafter
-from specdec.engine.events import ACCEPTED, CORRECTED, RoundEvent
 from specdec.engine.kvcache import CachedModel
 from specdec.engine.policy import Choice, CostModel, CostPolicy
 
@@ -118,22 +117,16 @@ def test_tokens_are_calibrated_by_the_confidence_before_them():
     assert SourceCosts.from_json(old, 1.0).after.evidence == 0
 
 
-def rnd(i, drafted, accepted, confidences, draft_s=0.1, verify_s=1.0):
-    fates = (ACCEPTED,) * accepted + ((CORRECTED,) if accepted < drafted else ())
-    return RoundEvent(i, drafted, tuple(range(drafted)), accepted, tuple(range(accepted + 1)), fates, draft_s * drafted,
-                      verify_s, (), False, catch_up=1, confidences=confidences)
-
-
 def test_the_cost_policy_hands_out_a_stop_rule_once_calibrated():
     costs = CostModel(decay=1.0)
     for n in range(1, 10):
         for i in (1, 2):
-            costs.observe(rnd(i, n - 1, 0, (0.5,) * (n - 1), verify_s=1.0 + 0.02 * n), "timing")
+            costs.observe(chain_round(i, n - 1, 0, (0.5,) * (n - 1), verify_s=1.0 + 0.02 * n), "timing")
     policy = CostPolicy(k_max=16, costs=costs)
-    policy.observe(rnd(10, 4, 3, (0.95, 0.9, 0.97, 0.1), draft_s=0.3), MODEL)  # 4 tested positions: too few to trust
+    policy.observe(chain_round(10, 4, 3, (0.95, 0.9, 0.97, 0.1), draft_s=0.3), MODEL)  # 4 tested positions: too few to trust
     assert policy.choose([MODEL]).stop is None
     for i in range(2):  # confident tokens accepted, unsure ones rejected
-        policy.observe(rnd(11 + i, 4, 3, (0.95, 0.9, 0.97, 0.1), draft_s=0.3), MODEL)
+        policy.observe(chain_round(11 + i, 4, 3, (0.95, 0.9, 0.97, 0.1), draft_s=0.3), MODEL)
     choice = policy.choose([MODEL])
     assert choice.stop is not None and choice.k == 8 and "while its confidence pays" in choice.reason
     assert choice.stop.after is not None  # 9 positions tested after a drafted one (SourceCosts.after)
@@ -149,11 +142,11 @@ def test_the_stop_rule_reads_deep_positions_as_the_chain_above_them():
     costs = CostModel(decay=0.9)
     for n in range(1, 12):
         for i in (1, 2):
-            costs.observe(rnd(i, n - 1, 0, (0.5,) * (n - 1), verify_s=1.0 + 0.02 * n), "timing")
-    costs.observe(rnd(3, 8, 8, (0.95,) * 8, draft_s=0.05), MODEL)
+            costs.observe(chain_round(i, n - 1, 0, (0.5,) * (n - 1), verify_s=1.0 + 0.02 * n), "timing")
+    costs.observe(chain_round(3, 8, 8, (0.95,) * 8, draft_s=0.05), MODEL)
     for i in range(40):
         accepted = 5 if i % 2 else 0
-        costs.observe(rnd(4 + i, 5, accepted, (0.95,) * 5, draft_s=0.05), MODEL)
+        costs.observe(chain_round(4 + i, 5, accepted, (0.95,) * 5, draft_s=0.05), MODEL)
     policy = CostPolicy(k_max=16, costs=costs)
     rule = policy.stop_rule(MODEL, 10)
     alphas = costs.position_alphas(MODEL, 8)
@@ -260,14 +253,14 @@ def test_the_stop_rule_drafts_deeper_on_a_text_that_copies():
     costs = CostModel(decay=1.0)
     for n in range(1, 18):
         for i in (1, 2):
-            costs.observe(rnd(i, n - 1, 0, (0.5,) * (n - 1), verify_s=0.3 + 0.02 * n), "timing")
+            costs.observe(chain_round(i, n - 1, 0, (0.5,) * (n - 1), verify_s=0.3 + 0.02 * n), "timing")
     policy = CostPolicy(k_max=16, costs=costs)
     for i in range(6):  # the pair: tokens at 0.7 kept half the time
-        policy.observe(rnd(10 + i, 4, 2, (0.7,) * 4, draft_s=0.03), MODEL)
+        policy.observe(chain_round(10 + i, 4, 2, (0.7,) * 4, draft_s=0.03), MODEL)
     costs.start_request()
     before = policy.choose([MODEL]).stop
     for i in range(3):  # this text: every token at 0.7 kept
-        policy.observe(rnd(20 + i, 4, 4, (0.7,) * 4, draft_s=0.03), MODEL)
+        policy.observe(chain_round(20 + i, 4, 4, (0.7,) * 4, draft_s=0.03), MODEL)
     after = policy.choose([MODEL]).stop
     assert costs.source(MODEL).text.delta > 0.5
     assert after.accept(0.7) > before.accept(0.7) + 0.1

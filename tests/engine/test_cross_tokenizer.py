@@ -109,6 +109,29 @@ def test_a_draft_that_predicts_like_the_target_is_always_accepted():
     assert all(r.catch_up == 2 for r in rounds[1:])
 
 
+def test_a_cross_tokenizer_draft_ends_at_its_own_eos():
+    """The draft stops writing at its own EOS (nothing after one could be kept): greedy, its text
+    ends before it; sampled, the drawn EOS is the draft's last token."""
+    target_tok, draft_tok = vocabularies(96, 93, 0)
+    target = tiny_model("llama", seed=0)
+    draft = translated(target, target_tok, draft_tok)
+    ids = target_tok.encode("w5 w6 w7 w8 w5 w6", add_special_tokens=False)
+
+    def proposal(eos_ids, sampling=Sampling(), seed=0):
+        drafter = CrossTokenizerDrafter(draft, target_tok, draft_tok, 96, eos_ids)
+        return drafter.propose(ids, 6, sampling, torch.Generator().manual_seed(seed)).tokens
+
+    whole = proposal(frozenset())
+    assert len(whole) >= 3
+    word = target_tok.convert_ids_to_tokens(whole[2])  # the draft's EOS is made the word it writes third
+    ending = proposal(frozenset({draft_tok.convert_tokens_to_ids(word)}))
+    assert ending == whole[: whole.index(whole[2])]
+    eos_ids = frozenset({draft_tok.convert_tokens_to_ids(word)})
+    drawn = [tokens for tokens in (proposal(eos_ids, Sampling(temperature=1.0), seed) for seed in range(120))
+             if whole[2] in tokens]
+    assert len(drawn) > 3 and all(tokens.index(whole[2]) == len(tokens) - 1 for tokens in drawn)
+
+
 def test_pair_takes_a_draft_with_another_tokenizer_and_says_which_drafter_needs_it():
     target_tok, draft_tok = vocabularies(96, 60, 20)
     target = tiny_model("llama", seed=0)

@@ -3,7 +3,7 @@ rule adds one, at which position, exactness under a sibling every round, sampled
 chains, and a sibling round teaching the cost model exactly what the chain alone would have."""
 import pytest
 
-from helpers import perturbed, tiny_model
+from helpers import chain_round as timed_round, perturbed, tiny_model
 from specdec.engine.config import Sampling, Speculation, TreeShape
 from specdec.engine.confidence import StopRule
 from specdec.engine.decoding import speculative_decode, standard_decode
@@ -157,12 +157,6 @@ def test_only_a_chains_own_tree_is_read_as_that_chain():
     assert chain_verdict(first, MODEL) == (4, 0)
 
 
-def timed_round(i: int, drafted: int, accepted: int, confidences, verify_s: float) -> RoundEvent:
-    fates = (ACCEPTED,) * accepted + ((CORRECTED,) if accepted < drafted else ())
-    return RoundEvent(i, drafted, tuple(range(drafted)), accepted, tuple(range(accepted + 1)), fates, 0.01 * drafted,
-                      verify_s, (), False, catch_up=1, confidences=confidences)
-
-
 @pytest.mark.parametrize("siblings", [True, False])
 def test_the_cost_policys_stop_rule_prices_a_siblings_row_off_the_table(monkeypatch, siblings):
     """The rule reads v up to the horizon + 2 (a chain drafted to its horizon, plus a sibling), each
@@ -171,9 +165,9 @@ def test_the_cost_policys_stop_rule_prices_a_siblings_row_off_the_table(monkeypa
     costs = CostModel(decay=1.0)
     for n in range(1, 10):  # passes over 1..9 tokens, each timed twice, dearer the wider
         for i in (1, 2):
-            costs.observe(timed_round(i, n - 1, 0, (0.5,) * (n - 1), verify_s=1.0 + 0.02 * n), "timing")
+            costs.observe(timed_round(i, n - 1, 0, (0.5,) * (n - 1), draft_s=0.01, verify_s=1.0 + 0.02 * n), "timing")
     for i in range(3):  # 12 tested positions: calibrated
-        costs.observe(timed_round(10 + i, 4, 3, (0.95, 0.9, 0.97, 0.1), verify_s=1.1), MODEL)
+        costs.observe(timed_round(10 + i, 4, 3, (0.95, 0.9, 0.97, 0.1), draft_s=0.01, verify_s=1.1), MODEL)
     rule = CostPolicy(k_max=16, costs=costs).stop_rule(MODEL, 6)
     assert rule.siblings is siblings
     assert [rule.pass_seconds(n) for n in (7, 8)] == costs.pass_seconds_many([7, 8])

@@ -30,6 +30,7 @@ import torch
 
 from ..config import Sampling
 from ..kvcache import CachedModel, common_prefix, context_length, output_width
+from ..loaded import eos_ids
 from ..sampling import probs_from_logits, sample_from, uniforms
 from .options import DrafterOptions
 from .base import Draft, DrafterBase
@@ -47,9 +48,13 @@ class CrossTokenizerDrafter(DrafterBase):
     def from_options(cls, options: DrafterOptions) -> "CrossTokenizerDrafter":
         return cls(options.need_draft(cls.name), *options.need_tokenizers(), options.target_vocab_size)
 
-    def __init__(self, model: torch.nn.Module, target_tokenizer, draft_tokenizer, target_vocab_size: int):
+    def __init__(self, model: torch.nn.Module, target_tokenizer, draft_tokenizer, target_vocab_size: int,
+                 draft_eos_ids: frozenset[int] | None = None):
+        """draft_eos_ids: the draft's own end-of-text ids (its generation config's and tokenizer's
+        unless given): the draft stops writing at one, since nothing after it could be kept."""
         # Padded embedding rows past the draft's tokenizer are no token: never proposed, never decoded.
         self.draft = CachedModel(model, min(len(draft_tokenizer), output_width(model)))
+        self.draft_eos = frozenset(eos_ids(model, draft_tokenizer) if draft_eos_ids is None else draft_eos_ids)
         self.positions = context_length(model)  # the draft's own, in its own tokens
         self.target_tokenizer, self.draft_tokenizer = target_tokenizer, draft_tokenizer
         self.map = token_map(target_tokenizer, draft_tokenizer, target_vocab_size, self.draft.vocab_size)
@@ -98,9 +103,15 @@ class CrossTokenizerDrafter(DrafterBase):
         return list(self._read_draft)
 
     def _greedy(self, ids: list[int], context: list[int], k: int, catch_up: int) -> Draft:
+        """The draft writes up to k tokens, ending before its own EOS: the target's token at that
+        position (its correction, or its bonus) is then its own EOS where the two agree, in the same
+        pass, and the text of the draft's EOS is no target text where they do not."""
         written: list[int] = []
         for _ in range(k):
-            written.append(int(self.draft.logits(context + written, 1)[0].argmax()))
+            token = int(self.draft.logits(context + written, 1)[0].argmax())
+            if token in self.draft_eos:
+                break
+            written.append(token)
         text = self._offered_text(context[-LOOKBEHIND:], written)
         return Draft(self._target_continuation(ids, text)[:k], None, catch_up=catch_up)
 
@@ -132,6 +143,8 @@ class CrossTokenizerDrafter(DrafterBase):
             written.append(choice)
             tokens.append(int(self.map.to_target[choice]))
             rows.append(self.map.to_target_probs(probs))
+            if choice in self.draft_eos:  # a drawn token, kept with its q; nothing after it could be
+                break
         return Draft(tokens, torch.stack(rows), catch_up=catch_up)
 
     def _target_continuation(self, ids: list[int], text: str) -> list[int]:
