@@ -65,6 +65,17 @@ def test_mixed_offers_lookups_only_where_the_context_repeats_and_recycling_where
     assert alone.sources(PROMPT) == ("prompt-lookup", "lookup-tree:8")  # 14 not read by this table
 
 
+def test_prompt_lookups_one_token_match_is_a_case_of_its_own(llama):
+    """A copy found by the last token alone is learned apart from one found by 2-3 (lookup.py), and
+    routed to prompt lookup by the mixed and the hybrid drafters alike."""
+    short = [5, 9, 14, 22, 31, 14]  # only the last token, 14, occurred before
+    for drafter in (mixed(llama, perturbed(llama, 0.02), CachedModel(llama)),
+                    make_drafter("hybrid", perturbed(llama, 0.02), llama.vocab_size)):
+        assert drafter.sources(short)[0] == "prompt-lookup/short"
+        assert drafter.sources(PROMPT)[0] == "prompt-lookup"  # 5 9 14 occurred before
+        assert drafter.propose(short, 2, Sampling(), None, "prompt-lookup/short").tokens == [22, 31]
+
+
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
 def test_greedy_stays_exact_when_the_source_changes_every_round(arch):
     target = tiny_model(arch, seed=7)

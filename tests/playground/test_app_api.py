@@ -16,6 +16,7 @@ import app
 from specdec import Pair, Request, Sampling, Speculation, compare as engine_compare, load_model
 from specdec.engine.drafters import DRAFTERS
 from specdec.playground.session import Race
+from specdec.engine.sources import Source
 
 CLI_STATS_KEYS = {"alpha", "alpha_naive", "alpha_analytic", "tau", "tokens_per_round", "k", "rounds",
                   "rounds_without_draft", "c", "verify_cost", "speedup", "predicted_speedup",
@@ -335,7 +336,7 @@ def test_cost_policy_with_the_hybrid_drafter_reports_why_and_how_to_serve_it(api
     stats = result[7]
     assert stats["identical"] is True and stats["policy"] == "cost" and stats["drafter"] == "hybrid"
     assert stats["verdict"].startswith(("speculation paid", "speculation did not pay"))
-    assert set(stats["sources"]) <= {"draft-model", "prompt-lookup"} and stats["sources"]
+    assert {Source(s).drafter for s in stats["sources"]} <= {"draft-model", "prompt-lookup"} and stats["sources"]
     serving = stats["serving"]
     assert "not on your server" in serving["note"] and "spec_accept_length" in serving["metrics"]["sglang"]
     if serving["vllm"]:

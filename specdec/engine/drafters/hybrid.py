@@ -42,6 +42,6 @@ class HybridDrafter:
                 source: str | None = None, stop: StopRule | None = None) -> Draft:
         # The draft model sits out the rounds lookup drafts; its KV cache catches up on the tokens
         # committed meanwhile at its next turn, in one pass (CachedModel feeds what it has not seen).
-        if (source or self.sources(ids)[0]) == self.lookup.name:
+        if Source(source or self.sources(ids)[0]).drafter == self.lookup.name:
             return self.lookup.propose(ids, k, sampling, generator)
         return self.model.propose(ids, k, sampling, generator, stop=stop)

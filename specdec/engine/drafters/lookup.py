@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 from ..config import Sampling
+from ..sources import Source
 from .options import DrafterOptions
 from .base import Draft, DrafterBase
 
@@ -12,10 +13,21 @@ MAX_NGRAM = 3  # the longest n-gram matched first (also what transformers' promp
 
 class PromptLookupDrafter(DrafterBase):
     """n-gram prompt lookup (Saxena 2023): find the latest earlier occurrence of the last n tokens
-    (longest n first) and propose what followed it. Needs no model; deterministic."""
+    (longest n first) and propose what followed it. Needs no model; deterministic.
+
+    Two cases (sources.py): where only the last token occurred before, its source is
+    "prompt-lookup/short", else "prompt-lookup", and the cost policy learns each one's acceptance
+    apart, as token recycling keeps its context matches' hit rates per match length. A copy found by
+    three tokens is kept far more often than one found by a single token (a newline, a comma): pooled,
+    a summary's 3-gram copies priced the next answer's 1-gram coincidences, and a translation after
+    a summary opened with three lookups at alpha_1 = 0.80, 0.72, 0.64 that kept nothing
+    (docs/bench-auto/round_trace_other_half.txt). The first round of every chat answer is such a
+    case too: the prompt ends in the template's newline, whose latest earlier match is the one
+    before the assistant's turn began."""
 
     name = "prompt-lookup"
     free = True
+    SHORT_CASE = True  # the one-token match its own case (an A/B flag: docs/bench-auto/lookup_cases_ab.py)
 
     @classmethod
     def from_options(cls, options: DrafterOptions) -> "PromptLookupDrafter":
@@ -28,6 +40,11 @@ class PromptLookupDrafter(DrafterBase):
     def reset(self) -> None:
         self._last: tuple[tuple[int, ...], tuple[int, int] | None] = ((), None)
 
+
+    def sources(self, ids: list[int]) -> tuple[Source, ...]:
+        found = self.latest(ids)
+        short = self.SHORT_CASE and found is not None and found[1] < 2
+        return (Source(self.name, case="short" if short else None),)
 
     def match(self, ids: list[int]) -> int | None:
         """Where the continuation of the latest earlier match of the last n-gram starts, or None."""
