@@ -21,8 +21,8 @@ class PromptLookupDrafter(DrafterBase):
     three tokens is kept far more often than one found by a single token (a newline, a comma): pooled,
     a summary's 3-gram copies priced the next answer's 1-gram coincidences, and a translation after
     a summary opened with three lookups at alpha_1 = 0.80, 0.72, 0.64 that kept nothing
-    (docs/bench-auto/round_trace_other_half.txt). The first round of every chat answer is such a
-    case too: the prompt ends in the template's newline, whose latest earlier match is the one
+    (docs/bench-auto/round_trace_other_half.txt). The first round of a chat answer usually is such
+    a case too: the prompt ends in the template's newline, whose latest earlier match is the one
     before the assistant's turn began."""
 
     name = "prompt-lookup"
