@@ -4,7 +4,7 @@ from matches of 2-3 tokens), against one pooled source; on the Qwen pair (Qwen2.
 and recycling table; cold, then warm).
 
 Why: the traced translation 016 of the other half (round_trace_other_half.txt) opened with three
-lookups priced at alpha_1 = 0.80, 0.72, 0.64, carried from a summary's copies, that kept nothing;
+lookups priced at alpha_1 = 0.80, 0.72, 0.64, carried from the humanities answer's copies before it, that kept nothing;
 token recycling already keeps its context matches' hit rates per match length.
 
 Result, at 7b53320 with the case added (lookup_cases_ab.txt): cases / pooled 1.012x cold, 1.030x

@@ -18,10 +18,10 @@ class PromptLookupDrafter(DrafterBase):
     Two cases (sources.py): where only the last token occurred before, its source is
     "prompt-lookup/short", else "prompt-lookup", and the cost policy learns each one's acceptance
     apart, as token recycling keeps its context matches' hit rates per match length. A copy found by
-    three tokens is kept far more often than one found by a single token (a newline, a comma): pooled,
-    a summary's 3-gram copies priced the next answer's 1-gram coincidences, and a translation after
-    a summary opened with three lookups at alpha_1 = 0.80, 0.72, 0.64 that kept nothing
-    (docs/bench-auto/round_trace_other_half.txt). The first round of a chat answer usually is such
+    three tokens is likelier to hold than one found by a single token (a newline, a comma): pooled,
+    an answer that copied priced the next answer's one-token coincidences, and a translation after
+    one (prompt lookup made 9.7 tokens a round there) opened with three lookups at alpha_1 = 0.80,
+    0.72, 0.64 that kept nothing (docs/bench-auto/round_trace_other_half.txt). The first round of a chat answer usually is such
     a case too: the prompt ends in the template's newline, whose latest earlier match is the one
     before the assistant's turn began."""
 
