@@ -4,8 +4,9 @@ from matches of 2-3 tokens), against one pooled source; on the Qwen pair (Qwen2.
 and recycling table; cold, then warm).
 
 Why: the traced translation 016 of the other half (round_trace_other_half.txt) opened with three
-lookups priced at alpha_1 = 0.80, 0.72, 0.64, carried from the humanities answer's copies before it, that kept nothing;
-token recycling already keeps its context matches' hit rates per match length.
+lookups priced at alpha_1 = 0.80, 0.72, 0.64, carried from the copies of the humanities answer
+before it, that kept nothing; token recycling already keeps its context matches' hit rates per
+match length.
 
 Result, at 7b53320 with the case added (lookup_cases_ab.txt): cases / pooled 1.012x cold, 1.030x
 warm (10.49 against 10.36 tokens/s, then 11.02 against 10.69). Per turn it moves both ways by more
