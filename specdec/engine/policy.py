@@ -176,11 +176,6 @@ class SourceCosts:
     after: Calibration = field(default_factory=Calibration)  # acceptance by the confidence before it
     text: TextShift = field(default_factory=TextShift)  # this request's offset from the calibration
     request_depth: int = 0  # the deepest position tested on this request's text (start_request resets it)
-    # This request's own rounds (a free source's or a model tree's: CostModel.yield_checked): how many
-    # kept their first token, and how many its alpha_1 promised when it was chosen (observe_yield,
-    # yield_ratio), decayed by YIELD_DECAY.
-    yield_kept: float = 0.0
-    yield_promised: float = 0.0
 
     def __post_init__(self) -> None:
         self.draft, self.width = Decayed(self.decay), Decayed(self.decay)
@@ -277,7 +272,6 @@ class SourceCosts:
         self.calibration.cap(calibration)
         self.after.cap(calibration)
         self.request_depth = 0
-        self.yield_kept = self.yield_promised = 0.0
         self.text.reset()
 
     def observe_confidences(self, confidences: Sequence[float], accepted: int, prior: float) -> None:
@@ -290,10 +284,24 @@ class SourceCosts:
         self.calibration.observe(confidences, accepted)
         self.after.observe(confidences[:-1], accepted - 1)
 
-    def yield_ratio(self, prior: float = YIELD_PRIOR) -> float:
-        """First tokens this request's own rounds kept over those their alpha_1 promised, shrunk
-        towards 1 with `prior` promised (CostModel.observe_yield)."""
-        return (self.yield_kept + prior) / (self.yield_promised + prior)
+
+
+@dataclass
+class YieldCheck:
+    """This request's own rounds of a checked drafter (CostModel.yield_checked): how many kept their
+    first token, and how many its alpha_1 promised when it was chosen (CostModel.observe_yield),
+    both decayed by YIELD_DECAY."""
+
+    kept: float = 0.0
+    promised: float = 0.0
+
+    def observe(self, kept: bool, promised: float) -> None:
+        self.kept = YIELD_DECAY * self.kept + kept
+        self.promised = YIELD_DECAY * self.promised + promised
+
+    def ratio(self, prior: float = YIELD_PRIOR) -> float:
+        """First tokens kept over those promised, shrunk towards 1 with `prior` promised."""
+        return (self.kept + prior) / (self.promised + prior)
 
 
 class CostModel:
@@ -311,6 +319,7 @@ class CostModel:
     OFFERED_DEPTH = True  # a tree or lookup tested as deep as asked (asked_depth)
     YIELD_CHECKED = True  # a free source's alpha_1 scaled by what its own rounds kept (observe_yield)
     YIELD_CHECKED_TREES = True  # a model tree's too (observe_yield)
+    YIELD_SHARED = True  # one check per drafter, over all its cases and budgets (yield_check)
 
     def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
@@ -321,6 +330,7 @@ class CostModel:
         self.observed: set[str] = set()  # the sources the last round was evidence for (once each)
         self.free: set[str] = set()  # sources the loop has asked for free drafts (observe_free): a lookup each
         # (and, restored, those an earlier process asked)
+        self.yields: dict[str, YieldCheck] = {}  # this request's checks (yield_check), by drafter
 
     def is_free(self, source: str) -> bool:
         """Whether source is drafted by a free drafter: one the loop has asked for a free draft, in any
@@ -349,6 +359,7 @@ class CostModel:
         rounds, expected at 1.7-2.7x plain decoding, and they kept 0.5 tokens a round of 4 drafted."""
         for name, costs in self.sources.items():
             costs.start_request(evidence, calibration, CARRIED_FREE_DEPTH if self.is_free(name) else None)
+        self.yields = {}  # a new text's rounds start unchecked
 
     def sharing_passes(self) -> "CostModel":
         """A cost model for another setup of the same pair: its own sources' evidence, this one's
@@ -441,7 +452,7 @@ class CostModel:
     def observe_yield(self, round: RoundEvent, source: str) -> None:
         """A free source's or a model tree's round (yield_checked): the alpha_1 it was chosen on (its
         mean, which this round has not yet moved) against whether it kept its first token, for
-        SourceCosts.yield_ratio. (For a model tree, yield_checked says why.)
+        its YieldCheck (yield_check). (For a model tree, yield_checked says why.)
 
         A free source's alpha_1 is judged every round (observe_free), a running mean over the last
         ten or so, and the policy drafts from it in the rounds where that mean is high: its rounds
@@ -458,12 +469,26 @@ class CostModel:
         ratio over whole rounds charged a lookup asked 16 deep for its deep positions' uncertainty
         (on SmolLM2 alone it handed copying text from prompt lookup to token recycling's shallower
         trees: 0.976 cold in the A/B, docs/bench-auto/yield_check_ab.smollm2.txt)."""
-        if not self.yield_checked(source):
-            return
-        costs = self.source(source)
-        promised = self.position_alphas(source, 1)[0]
-        costs.yield_kept = YIELD_DECAY * costs.yield_kept + (round.accepted > 0)
-        costs.yield_promised = YIELD_DECAY * costs.yield_promised + promised
+        if self.yield_checked(source):
+            self.yield_check(source).observe(round.accepted > 0, self.position_alphas(source, 1)[0])
+
+    def yield_check(self, source: str) -> YieldCheck:
+        """The check source's rounds on this request feed and its price reads (observe_yield): its
+        drafter's, shared by every case and budget of it (YIELD_SHARED), or its own.
+
+        Shared, because the curse is the drafter's: each of its sources is chosen on a running mean
+        carried from the text before, so each falls short alike. Checked one by one, token
+        recycling's eight (four budgets, two cases) each started this request's text unscaled, and
+        the policy went through them in turn: on the Qwen pair a 16-token translation after a
+        humanities answer drafted recycling:4, recycling/table:8, recycling:4, recycling:4,
+        recycling/table:4, recycling:2 and recycling:4, all kept nothing (the Spec-Bench sample's
+        other half: 3.4 s against transformers' 2.9 s; docs/spec-bench/notes.md). (And a bigger tree's
+        miss is a miss of every budget nested in it: their first tokens are among its own.)"""
+        key = drafter_of(source) if self.YIELD_SHARED else str(source)
+        check = self.yields.get(key)
+        if check is None:
+            check = self.yields[key] = YieldCheck()
+        return check
 
     def yield_checked(self, source: str) -> bool:
         """Whether source's alpha_1 is checked against its own rounds (observe_yield): a free source's
@@ -898,9 +923,10 @@ class CostPolicy:
         plain ones included."""
         costs = self.costs.source(source)
         draft, overhead = costs.draft.mean or 0.0, self.costs.overhead.mean or 0.0
-        if costs.yield_promised:  # a free source's alpha_1 as its own rounds kept it (observe_yield)
+        check = self.costs.yield_check(source) if self.costs.yield_checked(source) else None
+        if check is not None and check.promised:  # alpha_1 as its own rounds kept it (observe_yield)
             mean = alpha_1 if alpha_1 is not None else self.costs.position_alphas(source, 1)[0]
-            alpha_1 = min(1.0, mean * costs.yield_ratio())
+            alpha_1 = min(1.0, mean * check.ratio())
         expected = self.costs.expected_tokens_upto(source, self.k_max if k_max is None else k_max, alpha_1)
         passes = self.costs.pass_seconds_many([self.width(source, k) for k in range(len(expected))])
         return [e / (k * draft + v + overhead) for k, (e, v) in enumerate(zip(expected, passes))]

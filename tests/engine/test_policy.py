@@ -590,10 +590,34 @@ def test_a_free_source_that_keeps_less_than_it_promised_on_this_text_is_priced_b
     assert policy.costs.source(LOOKUP).alpha(1) > 0.55  # the running mean alone still reads high
     monkeypatch.setattr(CostModel, "YIELD_CHECKED", True)
     costs = costs_after(own_kept=0)
-    assert costs.source(LOOKUP).yield_ratio() < 0.55  # four misses where about 0.6 were promised each
+    assert costs.yield_check(LOOKUP).ratio() < 0.55  # four misses where about 0.6 were promised each
     costs.start_request(evidence=10.0)
-    assert costs.source(LOOKUP).yield_ratio() == 1.0
-    assert costs_after(own_kept=4).source(LOOKUP).yield_ratio() > 1.2
+    assert costs.yield_check(LOOKUP).ratio() == 1.0
+    assert costs_after(own_kept=4).yield_check(LOOKUP).ratio() > 1.2
+
+
+def test_a_drafters_misses_on_one_of_its_sources_price_down_all_of_them(monkeypatch):
+    """One yield check per drafter (CostModel.yield_check): token recycling's 4-node tree, carried in
+    at 0.8 from a text it copied, keeps nothing in its first four rounds on the new one; its table
+    case's 8-node tree, carried in as high and never drafted yet, is then priced below the draft
+    model too. Checked one source at a time, that tree starts unscaled and takes the next round."""
+    v = {n: 1.0 + 0.05 * (n - 1) for n in range(1, 18)}
+    small, other = "recycling:4", "recycling/table:8"
+    best = {}
+    for shared in (True, False):
+        monkeypatch.setattr(CostModel, "YIELD_SHARED", shared)
+        costs = teach(v, c=0.0, alpha=0.8, depth=4, source=small)
+        costs.sources[other] = teach(v, c=0.0, alpha=0.8, depth=4, source=other).sources[other]
+        costs.sources[MODEL] = teach(v, c=0.04, alpha=0.75, depth=4).sources[MODEL]
+        costs.free.add(small)
+        costs.start_request()
+        for i in range(4):
+            costs.observe(asked(300 + i, 4, 4, 0), small)
+        policy = CostPolicy(k_max=8, costs=costs)
+        assert max(policy.rates(small)) < max(policy.rates(MODEL))  # its own misses count either way
+        best[shared] = max(policy.rates(other)) > max(policy.rates(MODEL))
+        assert costs.source(other).alpha(1) > 0.75  # its own evidence is untouched: only its price moved
+    assert best == {True: False, False: True}
 
 
 def test_a_model_tree_that_keeps_less_than_its_carried_alphas_promise_is_priced_by_what_it_kept(monkeypatch):
@@ -615,5 +639,5 @@ def test_a_model_tree_that_keeps_less_than_its_carried_alphas_promise_is_priced_
         policy = CostPolicy(k_max=8, costs=costs)
         best[checked] = max(policy.rates(tree)) > max(policy.rates(MODEL))
         assert costs.source(tree).alpha(1) > 0.55  # its mean alone, 8 carried rounds against 3
-        assert costs.source(MODEL).yield_promised == 0.0
+        assert costs.yield_check(MODEL).promised == 0.0
     assert best == {True: False, False: True}
