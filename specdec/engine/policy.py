@@ -752,9 +752,9 @@ class CostPolicy:
     generator, never the sampler's.
     Draws are optimistic (draw_alpha_1): none below its posterior mean, since a low draw of the best
     source hands a round away and learns nothing about the rival that gets it. A free source takes its
-    mean (FREE_AT_MEAN), scaled by what its own rounds on this request kept of what it promised
-    (CostModel.observe_yield: the winner's curse of choosing on a running mean); so is a model tree's
-    draw (CostModel.yield_checked: no stop rule reads this text's confidences for it).
+    mean (FREE_AT_MEAN), scaled by what its drafter's rounds on this request kept of what they
+    promised (CostModel.observe_yield: the winner's curse of choosing on a running mean); so is a
+    model tree's draw (CostModel.yield_checked: no stop rule reads this text's confidences for it).
 
     Reach. A source drafts at most twice as deep as its rounds have been tested (a tree: on this
     request's text), and at least MIN_REACH (geometric widening: each round that reaches its depth doubles what
