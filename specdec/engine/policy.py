@@ -482,8 +482,9 @@ class CostModel:
         the policy went through them in turn: on the Qwen pair a 16-token translation after a
         humanities answer drafted recycling:4, recycling/table:8, recycling:4, recycling:4,
         recycling/table:4, recycling:2 and recycling:4, all kept nothing (the Spec-Bench sample's
-        other half: 3.4 s against transformers' 2.9 s; docs/spec-bench/notes.md). (And a bigger tree's
-        miss is a miss of every budget nested in it: their first tokens are among its own.)"""
+        other half, docs/bench-auto/bench_trace_016.txt; in the bench's own run 3.4 s against
+        transformers' 2.9 s). (And a bigger tree's miss is a miss of every budget nested in it:
+        their first tokens are among its own.)"""
         key = drafter_of(source) if self.YIELD_SHARED else str(source)
         check = self.yields.get(key)
         if check is None:
