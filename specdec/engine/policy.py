@@ -285,7 +285,6 @@ class SourceCosts:
         self.after.observe(confidences[:-1], accepted - 1)
 
 
-
 @dataclass
 class YieldCheck:
     """This request's own rounds of a checked drafter (CostModel.yield_checked): how many kept their
@@ -317,7 +316,7 @@ class CostModel:
     SCALED_DRAFT_WEIGHT = 1.0
     OUTLIER = 1.5  # the most one pass counts for, as a multiple of the estimate so far
     OFFERED_DEPTH = True  # a tree or lookup tested as deep as asked (asked_depth)
-    YIELD_CHECKED = True  # a free source's alpha_1 scaled by what its own rounds kept (observe_yield)
+    YIELD_CHECKED = True  # a free source's alpha_1 scaled by what its drafter's rounds kept (observe_yield)
     YIELD_CHECKED_TREES = True  # a model tree's too (observe_yield)
     YIELD_SHARED = True  # one check per drafter, over all its cases and budgets (yield_check)
 
