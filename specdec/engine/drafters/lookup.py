@@ -21,9 +21,9 @@ class PromptLookupDrafter(DrafterBase):
     three tokens is likelier to hold than one found by a single token (a newline, a comma): pooled,
     an answer that copied priced the next answer's one-token coincidences, and a translation after
     one (prompt lookup made 9.7 tokens a round there) opened with three lookups at alpha_1 = 0.80,
-    0.72, 0.64 that kept nothing (docs/bench-auto/round_trace_other_half.txt). The first round of a chat answer usually is such
-    a case too: the prompt ends in the template's newline, whose latest earlier match is the one
-    before the assistant's turn began."""
+    0.72, 0.64 that kept nothing (docs/bench-auto/round_trace_other_half.txt). The first round of a
+    chat answer usually is such a case too: the prompt ends in the template's newline, whose latest
+    earlier match is the one before the assistant's turn began."""
 
     name = "prompt-lookup"
     free = True
@@ -40,8 +40,8 @@ class PromptLookupDrafter(DrafterBase):
     def reset(self) -> None:
         self._last: tuple[tuple[int, ...], tuple[int, int] | None] = ((), None)
 
-
     def sources(self, ids: list[int]) -> tuple[Source, ...]:
+        """This round's one source: its short case where the latest match is of the last token alone."""
         found = self.latest(ids)
         short = self.SHORT_CASE and found is not None and found[1] < 2
         return (Source(self.name, case="short" if short else None),)
