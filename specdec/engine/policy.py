@@ -176,14 +176,9 @@ class SourceCosts:
     after: Calibration = field(default_factory=Calibration)  # acceptance by the confidence before it
     text: TextShift = field(default_factory=TextShift)  # this request's offset from the calibration
     request_depth: int = 0  # the deepest position tested on this request's text (start_request resets it)
-    # Position 1's verdicts split by the verdict before them on this request (after_first, first_verdict).
-    after_kept: Decayed = None  # type: ignore[assignment]
-    after_missed: Decayed = None  # type: ignore[assignment]
-    last_first: bool | None = None  # this request's latest verdict at position 1 (None: none yet)
 
     def __post_init__(self) -> None:
         self.draft, self.width = Decayed(self.decay), Decayed(self.decay)
-        self.after_kept, self.after_missed = Decayed(self.decay), Decayed(self.decay)
 
     @property
     def tested_depth(self) -> int:
@@ -219,9 +214,6 @@ class SourceCosts:
         likelier a Thompson draw tries it again."""
         for kept in self.kept[start:]:
             kept.age()
-        if start == 0:
-            self.after_kept.age()
-            self.after_missed.age()
 
     def observe_first(self, kept: bool) -> None:
         """Position 1 alone was tested (a counterfactual round, CostModel.observe); deeper positions
@@ -229,37 +221,12 @@ class SourceCosts:
         if not self.kept:
             self.kept.append(Decayed(self.decay))
         self.kept[0].add(1.0 if kept else 0.0)
-        self.first_verdict(kept)
         self.request_depth = max(self.request_depth, 1)
-
-    def first_verdict(self, kept: bool) -> None:
-        """A verdict at position 1, filed by the one before it on this request (after_first)."""
-        if self.last_first is not None:
-            (self.after_kept if self.last_first else self.after_missed).add(1.0 if kept else 0.0)
-        self.last_first = kept
-
-    def after_first(self, prior: tuple[float, float]) -> float | None:
-        """P(position 1 kept | this request's latest verdict there), shrunk towards prior (mean,
-        weight) as alpha is; None before this request's first verdict.
-
-        A free source's first token is judged every round it has a draft (CostModel.observe_free),
-        and its verdicts come in runs: prompt lookup copies a passage until the answer leaves it, and
-        the next matches point elsewhere. A running mean over the last ten or so verdicts reads a run
-        of hits just ended as still likely: on the Qwen pair (2-core AVX2 host), a retrieval answer's
-        lookups kept 4, 6 and 10 tokens, then three 12-token lookups kept 0, 0 and 1 as alpha_1 fell
-        from 0.77 to 0.66 and 0.58, each priced above the draft model
-        (docs/bench-auto/after_miss_ab.py). Read after a miss, the chance is the one after misses."""
-        split = None if self.last_first is None else self.after_kept if self.last_first else self.after_missed
-        mean, weight = prior
-        if split is None or split.weight + weight <= 1e-9:  # (no prior and nothing split yet)
-            return None
-        return (split.total + mean * weight) / (split.weight + weight)
 
     def to_json(self) -> dict:
         return {"draft": self.draft.to_json(), "kept": [k.to_json() for k in self.kept],
                 "width": self.width.to_json(), "calibration": self.calibration.to_json(),
-                "after": self.after.to_json(),
-                "after_first": [self.after_kept.to_json(), self.after_missed.to_json()]}
+                "after": self.after.to_json()}
 
     @classmethod
     def from_json(cls, data: dict, decay: float) -> "SourceCosts":
@@ -269,8 +236,6 @@ class SourceCosts:
         costs.calibration = Calibration.from_json(data["calibration"])
         if "after" in data:  # (files saved before it learn it afresh)
             costs.after = Calibration.from_json(data["after"])
-        if "after_first" in data:  # (likewise)
-            costs.after_kept, costs.after_missed = (Decayed.from_json(d, decay) for d in data["after_first"])
         return costs
 
     def observe(self, depth: int, accepted: int, pass_seconds: float | None) -> None:
@@ -282,8 +247,6 @@ class SourceCosts:
         # Position i was tested when every position before it was kept: i = 1..accepted + 1.
         tested = min(depth, accepted + 1)
         self.request_depth = max(self.request_depth, tested)
-        if tested:
-            self.first_verdict(accepted > 0)
         for i in range(1, tested + 1):
             while len(self.kept) < i:
                 self.kept.append(Decayed(self.decay))
@@ -306,9 +269,6 @@ class SourceCosts:
         for position, kept in enumerate(self.kept, start=1):
             kept.cap(evidence if deep is None or position == 1 else min(evidence, deep))
         self.width.cap(evidence)
-        self.after_kept.cap(evidence)
-        self.after_missed.cap(evidence)
-        self.last_first = None  # a new text's runs start afresh
         self.calibration.cap(calibration)
         self.after.cap(calibration)
         self.request_depth = 0
@@ -359,7 +319,6 @@ class CostModel:
     YIELD_CHECKED = True  # a free source's alpha_1 scaled by what its drafter's rounds kept (observe_yield)
     YIELD_CHECKED_TREES = True  # a model tree's too (observe_yield)
     YIELD_SHARED = True  # one check per drafter, over all its cases and budgets (yield_check)
-    AFTER_FIRST = True  # a free source's alpha_1 read after this request's latest verdict (SourceCosts.after_first)
 
     def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
@@ -711,12 +670,6 @@ class CostModel:
         for i in range(1, depth + 1):
             if i <= len(costs.kept):
                 prior = costs.alpha(i, (prior, self.prior_weight))
-                if i == 1 and self.AFTER_FIRST and self.is_free(source):
-                    # (deeper positions still shrink towards the unsplit alpha_1: they are conditional
-                    # on position 1 kept, whatever came before it)
-                    after = costs.after_first((prior, self.prior_weight))
-                    alphas.append(prior if after is None else after)
-                    continue
             alphas.append(prior)
         return alphas
 

@@ -570,9 +570,6 @@ def test_a_free_source_that_keeps_less_than_it_promised_on_this_text_is_priced_b
     A lookup whose rounds keep their first token more often than promised is priced up."""
     from specdec.engine.drafters.base import Draft
     v = {n: 1.0 + 0.05 * (n - 1) for n in range(1, 18)}
-    # (alpha_1 unsplit: read after its latest verdict, teach's verdicts laid out in blocks would
-    # promise each round what it then kept, and leave the check nothing to correct)
-    monkeypatch.setattr(CostModel, "AFTER_FIRST", False)
 
     def costs_after(own_kept: int) -> CostModel:
         costs = teach(v, c=0.0, alpha=0.65, depth=4, source=LOOKUP)
@@ -606,7 +603,6 @@ def test_a_drafters_misses_on_one_of_its_sources_price_down_all_of_them(monkeypa
     model too. Checked one source at a time, that tree starts unscaled and takes the next round."""
     v = {n: 1.0 + 0.05 * (n - 1) for n in range(1, 18)}
     small, other = "recycling:4", "recycling/table:8"
-    monkeypatch.setattr(CostModel, "AFTER_FIRST", False)  # (as in the test above)
     best = {}
     for shared in (True, False):
         monkeypatch.setattr(CostModel, "YIELD_SHARED", shared)
@@ -644,68 +640,4 @@ def test_a_model_tree_that_keeps_less_than_its_carried_alphas_promise_is_priced_
         best[checked] = max(policy.rates(tree)) > max(policy.rates(MODEL))
         assert costs.source(tree).alpha(1) > 0.55  # its mean alone, 8 carried rounds against 3
         assert costs.yield_check(MODEL).promised == 0.0
-    assert best == {True: False, False: True}
-
-
-def lookup_in_runs(v: dict, runs: int) -> CostModel:
-    """A copying text, as prompt lookup sees it: `runs` times five rounds of its own, each keeping 4
-    of 8, then three rounds of the draft model (3 of 4 kept) in which lookup's first token, judged
-    free, misses; then five more of its own."""
-    from specdec.engine.drafters.base import Draft
-    costs = teach(v, c=0.04, alpha=0.7, depth=4)
-    costs.free.add(LOOKUP)
-    costs.start_request()
-    rounds = iter(range(300, 400))
-    for run in range(runs + 1):
-        for _ in range(5):
-            costs.observe(rnd(next(rounds), 8, 4, verify_s=v[9]), LOOKUP)
-        for _ in range(3 if run < runs else 0):
-            costs.observe(rnd(next(rounds), 4, 3, draft_s=0.16, verify_s=v[5]), MODEL,
-                          free={LOOKUP: Draft([99], None)})
-    return costs
-
-
-def test_a_free_sources_first_token_is_read_after_its_latest_verdict():
-    """SourceCosts.after_first: lookup's first-token verdicts come in runs (hit runs of five, miss runs
-    of three), so after a hit it reads P(kept | kept) = 20/24 (four hits follow a hit in each run,
-    and four runs end in a miss) and after a miss P(kept | missed) = 4/12,
-    each shrunk towards the unsplit mean, which lies between them. A new request starts with no
-    verdict (the unsplit mean again) and carries each split with at most CARRIED_EVIDENCE behind it;
-    both splits survive a save."""
-    costs = lookup_in_runs({n: 1.0 + 0.1 * (n - 1) for n in range(1, 18)}, runs=4)
-    lookup = costs.source(LOOKUP)
-    assert lookup.after_kept.mean == pytest.approx(5 / 6) and lookup.after_missed.mean == pytest.approx(1 / 3)
-    unsplit = lookup.alpha(1, (costs.prior_alpha, costs.prior_weight))
-    assert lookup.last_first is True
-    assert costs.position_alphas(LOOKUP, 1)[0] == pytest.approx(lookup.after_first((unsplit, costs.prior_weight)))
-    assert unsplit < costs.position_alphas(LOOKUP, 1)[0] < 5 / 6
-    lookup.first_verdict(False)
-    assert 1 / 3 < costs.position_alphas(LOOKUP, 1)[0] < unsplit
-    saved = CostModel()
-    saved.restore(costs.to_json())
-    assert saved.source(LOOKUP).after_missed.to_json() == lookup.after_missed.to_json()
-    costs.start_request()
-    assert lookup.last_first is None  # the unsplit mean, with what start_request carries behind it
-    assert costs.position_alphas(LOOKUP, 1)[0] == pytest.approx(lookup.alpha(1, (costs.prior_alpha, costs.prior_weight)))
-    assert lookup.after_kept.weight == pytest.approx(CARRIED_EVIDENCE)
-    assert lookup.after_missed.weight == pytest.approx(CARRIED_EVIDENCE)
-
-
-def test_after_a_miss_a_free_source_is_priced_by_what_follows_its_misses(monkeypatch):
-    """The retrieval answer of after_first's docstring: lookup copied in runs, and its latest first
-    token missed. Read after that miss (1/3, shrunk), the draft model gets the next round; on the
-    running mean (about 0.66) lookup kept it and would draft 8 deep again. After a hit, lookup
-    drafts either way; the model sources' alpha_1 is never split."""
-    from specdec.engine.drafters.base import Draft
-    v = {n: 1.0 + 0.1 * (n - 1) for n in range(1, 18)}
-    best = {}
-    for split in (True, False):
-        monkeypatch.setattr(CostModel, "AFTER_FIRST", split)
-        costs = lookup_in_runs(v, runs=4)
-        policy = CostPolicy(k_max=8, costs=costs)
-        assert max(policy.rates(LOOKUP)) > max(policy.rates(MODEL))  # after its own five hits
-        costs.observe(rnd(400, 4, 3, draft_s=0.16, verify_s=v[5]), MODEL, free={LOOKUP: Draft([99], None)})
-        best[split] = max(policy.rates(LOOKUP)) > max(policy.rates(MODEL))
-        assert costs.position_alphas(MODEL, 1)[0] == pytest.approx(
-            costs.source(MODEL).alpha(1, (costs.prior_alpha, costs.prior_weight)))
     assert best == {True: False, False: True}
