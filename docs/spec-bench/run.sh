@@ -15,6 +15,8 @@
 #                           a user's model runs (1 repeat: an eager Qwen step is slow), in one table
 #   run.sh qwen-tasks       as qwen on one question per task (7 turns, 2 repeats, ~15 minutes): the draft
 #                           model, auto and transformers on the fast engine
+#   run.sh qwen-tasks-avx2  as qwen-tasks, kept apart for a host without AVX-512 (a Zen 3 EPYC: its caption
+#                           names the CPU; the other runs' hosts had AVX-512)
 #   run.sh qwen-two-per-task  as qwen-tasks over both questions of each task's category in that draw
 #                           (coding for the conversation task; 12 questions, 14 turns, ~40 minutes)
 #   run.sh qwen-fp32-tasks  as qwen-tasks with the fp32 draft (no --draft-quantize)
@@ -70,6 +72,8 @@ case "${1:-report}" in
               --out docs/spec-bench/qwen-sampled ;;
     qwen-tasks) $python -m specdec bench "${subset[@]}" "${qwen[@]}" --repeats 2 \
               --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-tasks ;;
+    qwen-tasks-avx2) $python -m specdec bench "${subset[@]}" "${qwen[@]}" --repeats 2 \
+              --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-tasks-avx2 ;;
     qwen-two-per-task) $python -m specdec bench "${two_per_task[@]}" "${qwen[@]}" --repeats 2 \
               --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-two-per-task ;;
     qwen-fp32-tasks) $python -m specdec bench "${subset[@]}" --target qwen-coder-1.5b --draft qwen-coder-0.5b \
@@ -108,6 +112,7 @@ declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
         [smollm2-sampled-other-half]="SmolLM2-135M, no draft model, sampled (T = 0.7, top-p 0.9), the other 13 questions of the sample"
         [qwen-sampled]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, sampled (T = 0.7, top-p 0.9)"
         [qwen-tasks]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, one question per task"
+        [qwen-tasks-avx2]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, one question per task, on a host without AVX-512"
         [qwen-two-per-task]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, two questions per task"
         [qwen-long]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, long prompts (a summary and a RAG answer over ~750 tokens)"
         [qwen-fp32-tasks]="Qwen2.5-Coder-1.5B + 0.5B fp32 draft, greedy, one question per task"
@@ -123,7 +128,7 @@ declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
   echo "Read off the runs below by \`docs/spec-bench/goals.py\` (Spec-Bench's arithmetic; a task of one question is one answer's worth). Where a goal is missed, \"What it says\" below says why, with the numbers. The goals on the bench's own categories are in docs/AUTO.md."
   echo
   $python docs/spec-bench/goals.py
-  for setup in qwen qwen-engines qwen-tasks qwen-two-per-task qwen-other-half qwen-long qwen-fp32-tasks qwen-recycling smollm2 smollm2-other-half qwen-sampled qwen-sampled-tasks smollm2-sampled smollm2-sampled-other-half; do
+  for setup in qwen qwen-engines qwen-tasks qwen-tasks-avx2 qwen-two-per-task qwen-other-half qwen-long qwen-fp32-tasks qwen-recycling smollm2 smollm2-other-half qwen-sampled qwen-sampled-tasks smollm2-sampled smollm2-sampled-other-half; do
     [[ -f docs/spec-bench/$setup/spec_bench.md ]] || continue
     echo
     echo "## ${titles[$setup]}"
