@@ -34,6 +34,8 @@
 #                           the A/B scripts' session, docs/bench-auto/ab_session.py): prompt lookup and
 #                           auto, greedy (~10 minutes)
 #   run.sh qwen-other-half    as qwen on those 13 questions (~40 minutes)
+#   run.sh smollm2-other-half-avx2  as smollm2-other-half, kept apart for a host without AVX-512
+#                           (as qwen-tasks-avx2)
 #   run.sh smollm2-sampled-other-half  as smollm2-other-half, sampled at temperature 0.7, top-p 0.9: auto
 #                           alone (~10 minutes)
 #   run.sh report           only rebuild docs/SPEC-BENCH.md from the results
@@ -58,6 +60,8 @@ case "${1:-report}" in
     smollm2) $python -m specdec bench "${sample[@]}" --out docs/spec-bench/smollm2 ;;
     smollm2-other-half) $python -m specdec bench "${other_half[@]}" --repeats 2 --drafters prompt-lookup,auto \
               --out docs/spec-bench/smollm2-other-half ;;
+    smollm2-other-half-avx2) $python -m specdec bench "${other_half[@]}" --repeats 2 --drafters prompt-lookup,auto \
+              --out docs/spec-bench/smollm2-other-half-avx2 ;;
     qwen-other-half) $python -m specdec bench "${other_half[@]}" --repeats 2 "${qwen[@]}" \
               --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-other-half ;;
     smollm2-sampled-other-half) $python -m specdec bench "${other_half[@]}" --repeats 2 "${sampled[@]}" \
@@ -109,6 +113,7 @@ declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
         [smollm2]="SmolLM2-135M, no draft model, greedy"
         [qwen-other-half]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, the other 13 questions of the sample"
         [smollm2-other-half]="SmolLM2-135M, no draft model, greedy, the other 13 questions of the sample"
+        [smollm2-other-half-avx2]="SmolLM2-135M, no draft model, greedy, the other 13 questions of the sample, on a host without AVX-512"
         [smollm2-sampled-other-half]="SmolLM2-135M, no draft model, sampled (T = 0.7, top-p 0.9), the other 13 questions of the sample"
         [qwen-sampled]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, sampled (T = 0.7, top-p 0.9)"
         [qwen-tasks]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, one question per task"
@@ -128,7 +133,7 @@ declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
   echo "Read off the runs below by \`docs/spec-bench/goals.py\` (Spec-Bench's arithmetic; a task of one question is one answer's worth). Where a goal is missed, \"What it says\" below says why, with the numbers. The goals on the bench's own categories are in docs/AUTO.md."
   echo
   $python docs/spec-bench/goals.py
-  for setup in qwen qwen-engines qwen-tasks qwen-tasks-avx2 qwen-two-per-task qwen-other-half qwen-long qwen-fp32-tasks qwen-recycling smollm2 smollm2-other-half qwen-sampled qwen-sampled-tasks smollm2-sampled smollm2-sampled-other-half; do
+  for setup in qwen qwen-engines qwen-tasks qwen-tasks-avx2 qwen-two-per-task qwen-other-half qwen-long qwen-fp32-tasks qwen-recycling smollm2 smollm2-other-half smollm2-other-half-avx2 qwen-sampled qwen-sampled-tasks smollm2-sampled smollm2-sampled-other-half; do
     [[ -f docs/spec-bench/$setup/spec_bench.md ]] || continue
     echo
     echo "## ${titles[$setup]}"
