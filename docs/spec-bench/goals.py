@@ -29,7 +29,7 @@ SMOLLM2_GREEDY = ("smollm2", "smollm2-other-half", "smollm2-other-half-avx2")
 QWEN_SIX_TASKS = ("qwen", "qwen-tasks", "qwen-tasks-avx2", "qwen-two-per-task", "qwen-other-half", "qwen-fast",
                   "qwen-fp32-tasks")
 QWEN_GREEDY = QWEN_SIX_TASKS + ("qwen-long", "translation", "translation/saved-costs", "rag-short")
-QWEN_SAMPLED = ("qwen-sampled", "qwen-sampled-tasks", "translation/sampled")
+QWEN_SAMPLED = ("qwen-sampled", "qwen-sampled-tasks", "qwen-sampled-tasks-avx2", "translation/sampled")
 
 
 @dataclass(frozen=True)

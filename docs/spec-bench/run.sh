@@ -22,6 +22,8 @@
 #   run.sh qwen-fp32-tasks  as qwen-tasks with the fp32 draft (no --draft-quantize)
 #   run.sh qwen-sampled-tasks  as qwen-sampled on one question per task (7 turns, 2 repeats): auto and
 #                           transformers on the fast engine
+#   run.sh qwen-sampled-tasks-avx2  as qwen-sampled-tasks, kept apart for a host without AVX-512
+#                           (as qwen-tasks-avx2)
 #   run.sh qwen-long        the Qwen pair on specdec/bench/prompts/spec_bench_long.jsonl: a summary and a RAG
 #                           answer over ~750-token prompts, the length of Spec-Bench's own (CNN/DailyMail
 #                           articles, retrieved passages), where the sample's are 60-120 tokens: the draft
@@ -84,6 +86,8 @@ case "${1:-report}" in
               --repeats 2 --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-fp32-tasks ;;
     qwen-sampled-tasks) $python -m specdec bench "${subset[@]}" "${sampled[@]}" "${qwen[@]}" --repeats 2 \
               --drafters auto,transformers --out docs/spec-bench/qwen-sampled-tasks ;;
+    qwen-sampled-tasks-avx2) $python -m specdec bench "${subset[@]}" "${sampled[@]}" "${qwen[@]}" --repeats 2 \
+              --drafters auto,transformers --out docs/spec-bench/qwen-sampled-tasks-avx2 ;;
     qwen-long) $python -m specdec bench --suite specdec/bench/prompts/spec_bench_long.jsonl --max-new-tokens 128 \
               --repeats 2 "${qwen[@]}" --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-long ;;
     qwen-engines)
@@ -122,6 +126,7 @@ declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
         [qwen-long]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, long prompts (a summary and a RAG answer over ~750 tokens)"
         [qwen-fp32-tasks]="Qwen2.5-Coder-1.5B + 0.5B fp32 draft, greedy, one question per task"
         [qwen-sampled-tasks]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, sampled (T = 0.7, top-p 0.9), one question per task"
+        [qwen-sampled-tasks-avx2]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, sampled (T = 0.7, top-p 0.9), one question per task, on a host without AVX-512"
         [smollm2-sampled]="SmolLM2-135M, no draft model, sampled (T = 0.7, top-p 0.9)")
 {
   echo "# Spec-Bench-style leaderboard"
@@ -133,7 +138,7 @@ declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
   echo "Read off the runs below by \`docs/spec-bench/goals.py\` (Spec-Bench's arithmetic; a task of one question is one answer's worth). Where a goal is missed, \"What it says\" below says why, with the numbers. The goals on the bench's own categories are in docs/AUTO.md."
   echo
   $python docs/spec-bench/goals.py
-  for setup in qwen qwen-engines qwen-tasks qwen-tasks-avx2 qwen-two-per-task qwen-other-half qwen-long qwen-fp32-tasks qwen-recycling smollm2 smollm2-other-half smollm2-other-half-avx2 qwen-sampled qwen-sampled-tasks smollm2-sampled smollm2-sampled-other-half; do
+  for setup in qwen qwen-engines qwen-tasks qwen-tasks-avx2 qwen-two-per-task qwen-other-half qwen-long qwen-fp32-tasks qwen-recycling smollm2 smollm2-other-half smollm2-other-half-avx2 qwen-sampled qwen-sampled-tasks qwen-sampled-tasks-avx2 smollm2-sampled smollm2-sampled-other-half; do
     [[ -f docs/spec-bench/$setup/spec_bench.md ]] || continue
     echo
     echo "## ${titles[$setup]}"
