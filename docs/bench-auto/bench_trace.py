@@ -13,7 +13,8 @@ lead auto elsewhere.
         --drafters draft-model,auto,transformers --out /tmp/bt > /tmp/bt.log 2>&1
 
 (docs/bench-auto/bench_trace_016.txt: translation 016's rounds from that run, at e70d58a, when y was
-each source's own check.)
+each source's own check. bench_trace_avx2.txt and bench_trace_avx2_saved.txt: runs on a host without
+AVX-512, each file's first lines giving its command.)
 """
 import sys
 
