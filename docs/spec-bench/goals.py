@@ -24,7 +24,7 @@ AUTO, PEER = "auto", "transformers assisted (defaults)"
 EAGER_PEER = f"{PEER}, eager engine"
 # The Qwen pair's greedy runs on the fast engine, int8 draft unless named (run.sh says what each is);
 # an overall figure is read only off the runs of all six tasks. An other-half run: the sample's 13
-# questions the seed-0 draw leaves out.
+# questions the seed-0 draw leaves out. A run ending -avx2: its setup's, on a host without AVX-512.
 SMOLLM2_GREEDY = ("smollm2", "smollm2-other-half", "smollm2-other-half-avx2")
 QWEN_SIX_TASKS = ("qwen", "qwen-tasks", "qwen-tasks-avx2", "qwen-two-per-task", "qwen-other-half", "qwen-fast",
                   "qwen-fp32-tasks")

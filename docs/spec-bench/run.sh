@@ -15,15 +15,14 @@
 #                           a user's model runs (1 repeat: an eager Qwen step is slow), in one table
 #   run.sh qwen-tasks       as qwen on one question per task (7 turns, 2 repeats, ~15 minutes): the draft
 #                           model, auto and transformers on the fast engine
-#   run.sh qwen-tasks-avx2  as qwen-tasks, kept apart for a host without AVX-512 (a Zen 3 EPYC: its caption
-#                           names the CPU; the other runs' hosts had AVX-512)
+#   run.sh qwen-tasks-avx2  as qwen-tasks, its results kept apart for a host without AVX-512 (a Zen 3 EPYC:
+#                           its caption names the CPU; the other runs' hosts had AVX-512); likewise
+#                           qwen-sampled-tasks-avx2 and smollm2-other-half-avx2
 #   run.sh qwen-two-per-task  as qwen-tasks over both questions of each task's category in that draw
 #                           (coding for the conversation task; 12 questions, 14 turns, ~40 minutes)
 #   run.sh qwen-fp32-tasks  as qwen-tasks with the fp32 draft (no --draft-quantize)
 #   run.sh qwen-sampled-tasks  as qwen-sampled on one question per task (7 turns, 2 repeats): auto and
 #                           transformers on the fast engine
-#   run.sh qwen-sampled-tasks-avx2  as qwen-sampled-tasks, kept apart for a host without AVX-512
-#                           (as qwen-tasks-avx2)
 #   run.sh qwen-long        the Qwen pair on specdec/bench/prompts/spec_bench_long.jsonl: a summary and a RAG
 #                           answer over ~750-token prompts, the length of Spec-Bench's own (CNN/DailyMail
 #                           articles, retrieved passages), where the sample's are 60-120 tokens: the draft
@@ -36,8 +35,6 @@
 #                           the A/B scripts' session, docs/bench-auto/ab_session.py): prompt lookup and
 #                           auto, greedy (~10 minutes)
 #   run.sh qwen-other-half    as qwen on those 13 questions (~40 minutes)
-#   run.sh smollm2-other-half-avx2  as smollm2-other-half, kept apart for a host without AVX-512
-#                           (as qwen-tasks-avx2)
 #   run.sh smollm2-sampled-other-half  as smollm2-other-half, sampled at temperature 0.7, top-p 0.9: auto
 #                           alone (~10 minutes)
 #   run.sh report           only rebuild docs/SPEC-BENCH.md from the results
@@ -60,10 +57,8 @@ other_half=(--suite specdec/bench/prompts/spec_bench_sample.jsonl --per-category
         --prompts specdec-000,specdec-002,specdec-005,specdec-006,specdec-008,specdec-010,specdec-012,specdec-014,specdec-016,specdec-019,specdec-021,specdec-022,specdec-025)
 case "${1:-report}" in
     smollm2) $python -m specdec bench "${sample[@]}" --out docs/spec-bench/smollm2 ;;
-    smollm2-other-half) $python -m specdec bench "${other_half[@]}" --repeats 2 --drafters prompt-lookup,auto \
-              --out docs/spec-bench/smollm2-other-half ;;
-    smollm2-other-half-avx2) $python -m specdec bench "${other_half[@]}" --repeats 2 --drafters prompt-lookup,auto \
-              --out docs/spec-bench/smollm2-other-half-avx2 ;;
+    smollm2-other-half|smollm2-other-half-avx2) $python -m specdec bench "${other_half[@]}" --repeats 2 \
+              --drafters prompt-lookup,auto --out "docs/spec-bench/$1" ;;
     qwen-other-half) $python -m specdec bench "${other_half[@]}" --repeats 2 "${qwen[@]}" \
               --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-other-half ;;
     smollm2-sampled-other-half) $python -m specdec bench "${other_half[@]}" --repeats 2 "${sampled[@]}" \
@@ -76,18 +71,14 @@ case "${1:-report}" in
               --out docs/spec-bench/smollm2-sampled ;;
     qwen-sampled) $python -m specdec bench "${sample[@]}" "${sampled[@]}" "${qwen[@]}" --drafters auto,transformers \
               --out docs/spec-bench/qwen-sampled ;;
-    qwen-tasks) $python -m specdec bench "${subset[@]}" "${qwen[@]}" --repeats 2 \
-              --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-tasks ;;
-    qwen-tasks-avx2) $python -m specdec bench "${subset[@]}" "${qwen[@]}" --repeats 2 \
-              --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-tasks-avx2 ;;
+    qwen-tasks|qwen-tasks-avx2) $python -m specdec bench "${subset[@]}" "${qwen[@]}" --repeats 2 \
+              --drafters draft-model,auto,transformers --out "docs/spec-bench/$1" ;;
     qwen-two-per-task) $python -m specdec bench "${two_per_task[@]}" "${qwen[@]}" --repeats 2 \
               --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-two-per-task ;;
     qwen-fp32-tasks) $python -m specdec bench "${subset[@]}" --target qwen-coder-1.5b --draft qwen-coder-0.5b \
               --repeats 2 --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-fp32-tasks ;;
-    qwen-sampled-tasks) $python -m specdec bench "${subset[@]}" "${sampled[@]}" "${qwen[@]}" --repeats 2 \
-              --drafters auto,transformers --out docs/spec-bench/qwen-sampled-tasks ;;
-    qwen-sampled-tasks-avx2) $python -m specdec bench "${subset[@]}" "${sampled[@]}" "${qwen[@]}" --repeats 2 \
-              --drafters auto,transformers --out docs/spec-bench/qwen-sampled-tasks-avx2 ;;
+    qwen-sampled-tasks|qwen-sampled-tasks-avx2) $python -m specdec bench "${subset[@]}" "${sampled[@]}" "${qwen[@]}" --repeats 2 \
+              --drafters auto,transformers --out "docs/spec-bench/$1" ;;
     qwen-long) $python -m specdec bench --suite specdec/bench/prompts/spec_bench_long.jsonl --max-new-tokens 128 \
               --repeats 2 "${qwen[@]}" --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-long ;;
     qwen-engines)
