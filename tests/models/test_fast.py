@@ -59,27 +59,28 @@ def test_calibration_keeps_the_dense_kernel_exactly_as_wide_as_it_is_faster():
     """A stand-in pass whose dense kernels win up to 2 rows and lose above: every layer gets 2."""
     layers = [fast.FastLinear(torch.nn.Linear(16, 16)) for _ in range(3)]
 
-    def run(rows):
+    def run(rows):  # (10 ms apart: a sleep's overshoot on a loaded 2-core host runs to a few ms)
         dense = rows <= layers[0].dense_rows
-        time.sleep(0.002 if dense == (rows <= 2) else 0.006)
+        time.sleep(0.005 if dense == (rows <= 2) else 0.015)
 
     assert fast.calibrate_dense_rows(layers, run, widest=4, repeats=2) == 2
     assert [layer.dense_rows for layer in layers] == [2, 2, 2]
     # Where the packed kernels win at once (the AMD EPYC: SmolLM2's step 18 ms against 35), none.
-    assert fast.calibrate_dense_rows(layers, lambda rows: time.sleep(0.006 if rows <= layers[0].dense_rows else 0.002),
+    assert fast.calibrate_dense_rows(layers, lambda rows: time.sleep(0.015 if rows <= layers[0].dense_rows else 0.005),
                                      widest=4, repeats=2) == 0
 
 
 def test_padding_runs_each_width_at_the_cheapest_from_it_up():
-    """A stand-in packed pass that costs 6 ms at every width but 4 (2 ms) and 6 (12 ms), as
+    """A stand-in packed pass that costs 15 ms at every width but 4 (5 ms) and 6 (30 ms), as
     Qwen2.5-1.5B's whole pass on the AMD EPYC costs least at 4-6 rows: passes over 1-3 rows run at 4,
     5 and 6 as they are (nothing wider is cheaper). A cost that grows with the rows pads nothing.
-    (The costs differ by 2x or more: a sleep's jitter must not decide the plan.)"""
+    (The costs differ by 10 ms or more: a sleep's jitter must not decide the plan. At 3 ms a row,
+    one CI run on a loaded 2-core AVX2 host padded 1 row to 2.)"""
     layers = [fast.FastLinear(torch.nn.Linear(16, 16)) for _ in range(2)]
-    cost = {4: 0.002, 6: 0.012}
-    plan = fast.calibrate_padding(layers, lambda rows: time.sleep(cost.get(rows, 0.006)), widest=6, repeats=2)
+    cost = {4: 0.005, 6: 0.03}
+    plan = fast.calibrate_padding(layers, lambda rows: time.sleep(cost.get(rows, 0.015)), widest=6, repeats=2)
     assert plan == (4, 4, 4, 4, 5, 6) and all(layer.padded_rows == plan for layer in layers)
-    growing = fast.calibrate_padding(layers, lambda rows: time.sleep(0.003 * rows), widest=6, repeats=2)
+    growing = fast.calibrate_padding(layers, lambda rows: time.sleep(0.01 * rows), widest=6, repeats=2)
     assert growing == (1, 2, 3, 4, 5, 6)
 
 
