@@ -30,8 +30,8 @@ def traced_choose(self, sources):
         costs = self.costs.source(source)
         alphas = ",".join(f"{a:.2f}" for a in self.costs.position_alphas(source, 4))
         weight = costs.kept[0].weight if costs.kept else 0.0
-        check = self.costs.yield_check(source) if self.costs.yield_checked(source) else None
-        checked = f" y={check.ratio():.2f}" if check is not None and check.promised else ""
+        scale = self.costs.yield_scale(source)
+        checked = f" y={scale:.2f}" if scale is not None else ""
         views.append(f"{source}: a={alphas} w={weight:.1f} d={1e3 * (costs.draft.mean or 0):.0f}{checked}")
     v = {w: round(1e3 * (self.costs.pass_seconds(w) or 0)) for w in (1, 2, 3, 5, 9)}
     print(f"   choose {choice.source} k={choice.k} gain={choice.gain or 0:.2f} v={v} "

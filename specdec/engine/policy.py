@@ -490,6 +490,14 @@ class CostModel:
             check = self.yields[key] = YieldCheck()
         return check
 
+    def yield_scale(self, source: str) -> float | None:
+        """What source's alpha_1 is scaled by (YieldCheck.ratio): None where it is not checked
+        (yield_checked) or its drafter's rounds have promised nothing yet on this request."""
+        if not self.yield_checked(source):
+            return None
+        check = self.yield_check(source)
+        return check.ratio() if check.promised else None
+
     def yield_checked(self, source: str) -> bool:
         """Whether source's alpha_1 is checked against its own rounds (observe_yield): a free source's
         (chosen on a running mean), and a model tree's (priced on its position alphas alone).
@@ -923,10 +931,10 @@ class CostPolicy:
         plain ones included."""
         costs = self.costs.source(source)
         draft, overhead = costs.draft.mean or 0.0, self.costs.overhead.mean or 0.0
-        check = self.costs.yield_check(source) if self.costs.yield_checked(source) else None
-        if check is not None and check.promised:  # alpha_1 as its own rounds kept it (observe_yield)
+        scale = self.costs.yield_scale(source)
+        if scale is not None:  # alpha_1 as its drafter's rounds on this text kept it (observe_yield)
             mean = alpha_1 if alpha_1 is not None else self.costs.position_alphas(source, 1)[0]
-            alpha_1 = min(1.0, mean * check.ratio())
+            alpha_1 = min(1.0, mean * scale)
         expected = self.costs.expected_tokens_upto(source, self.k_max if k_max is None else k_max, alpha_1)
         passes = self.costs.pass_seconds_many([self.width(source, k) for k in range(len(expected))])
         return [e / (k * draft + v + overhead) for k, (e, v) in enumerate(zip(expected, passes))]
