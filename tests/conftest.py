@@ -13,6 +13,10 @@ from helpers import tiny_model  # noqa: E402
 # Under pytest-xdist (scripts/test runs two workers) each worker has a core of its own: a second
 # intra-op thread would contend with the other worker's. Run alone, the suite uses both cores.
 torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else max(1, min(2, os.cpu_count() or 1)))
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # and so does a subprocess a test starts (the CLI's test): with torch's default of a thread a
+    # core it took 60 s beside the other worker, against 19 s alone.
+    os.environ["OMP_NUM_THREADS"] = "1"
 
 
 def pytest_configure(config):
