@@ -17,7 +17,7 @@
 #                           model, auto and transformers on the fast engine
 #   run.sh qwen-tasks-avx2  as qwen-tasks, its results kept apart for a host without AVX-512 (a Zen 3 EPYC:
 #                           its caption names the CPU; the other runs' hosts had AVX-512); likewise
-#                           qwen-sampled-tasks-avx2 and smollm2-other-half-avx2
+#                           qwen-other-half-avx2, qwen-sampled-tasks-avx2 and smollm2-other-half-avx2
 #   run.sh qwen-two-per-task  as qwen-tasks over both questions of each task's category in that draw
 #                           (coding for the conversation task; 12 questions, 14 turns, ~40 minutes)
 #   run.sh qwen-fp32-tasks  as qwen-tasks with the fp32 draft (no --draft-quantize)
@@ -59,8 +59,8 @@ case "${1:-report}" in
     smollm2) $python -m specdec bench "${sample[@]}" --out docs/spec-bench/smollm2 ;;
     smollm2-other-half|smollm2-other-half-avx2) $python -m specdec bench "${other_half[@]}" --repeats 2 \
               --drafters prompt-lookup,auto --out "docs/spec-bench/$1" ;;
-    qwen-other-half) $python -m specdec bench "${other_half[@]}" --repeats 2 "${qwen[@]}" \
-              --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-other-half ;;
+    qwen-other-half|qwen-other-half-avx2) $python -m specdec bench "${other_half[@]}" --repeats 2 "${qwen[@]}" \
+              --drafters draft-model,auto,transformers --out "docs/spec-bench/$1" ;;
     smollm2-sampled-other-half) $python -m specdec bench "${other_half[@]}" --repeats 2 "${sampled[@]}" \
               --drafters auto --out docs/spec-bench/smollm2-sampled-other-half ;;
     qwen) $python -m specdec bench "${sample[@]}" "${qwen[@]}" --drafters draft-model,auto,transformers \
@@ -107,6 +107,7 @@ declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
         [qwen-engines]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, one question per task: fast and eager engines"
         [smollm2]="SmolLM2-135M, no draft model, greedy"
         [qwen-other-half]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, the other 13 questions of the sample"
+        [qwen-other-half-avx2]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, the other 13 questions of the sample, on a host without AVX-512"
         [smollm2-other-half]="SmolLM2-135M, no draft model, greedy, the other 13 questions of the sample"
         [smollm2-other-half-avx2]="SmolLM2-135M, no draft model, greedy, the other 13 questions of the sample, on a host without AVX-512"
         [smollm2-sampled-other-half]="SmolLM2-135M, no draft model, sampled (T = 0.7, top-p 0.9), the other 13 questions of the sample"
@@ -129,7 +130,7 @@ declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
   echo "Read off the runs below by \`docs/spec-bench/goals.py\` (Spec-Bench's arithmetic; a task of one question is one answer's worth). Where a goal is missed, \"What it says\" below says why, with the numbers. The goals on the bench's own categories are in docs/AUTO.md."
   echo
   $python docs/spec-bench/goals.py
-  for setup in qwen qwen-engines qwen-tasks qwen-tasks-avx2 qwen-two-per-task qwen-other-half qwen-long qwen-fp32-tasks qwen-recycling smollm2 smollm2-other-half smollm2-other-half-avx2 qwen-sampled qwen-sampled-tasks qwen-sampled-tasks-avx2 smollm2-sampled smollm2-sampled-other-half; do
+  for setup in qwen qwen-engines qwen-tasks qwen-tasks-avx2 qwen-two-per-task qwen-other-half qwen-other-half-avx2 qwen-long qwen-fp32-tasks qwen-recycling smollm2 smollm2-other-half smollm2-other-half-avx2 qwen-sampled qwen-sampled-tasks qwen-sampled-tasks-avx2 smollm2-sampled smollm2-sampled-other-half; do
     [[ -f docs/spec-bench/$setup/spec_bench.md ]] || continue
     echo
     echo "## ${titles[$setup]}"
