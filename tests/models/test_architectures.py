@@ -30,8 +30,8 @@ def config(arch: str, hidden: int):
         "phi": lambda: (tf.PhiConfig(**mlp), tf.PhiForCausalLM),
         "gemma": lambda: (tf.GemmaConfig(**gqa), tf.GemmaForCausalLM),
         "qwen3": lambda: (tf.Qwen3Config(**gqa), tf.Qwen3ForCausalLM),
-        "falcon": lambda: (tf.FalconConfig(hidden_size=hidden, new_decoder_architecture=True, num_kv_heads=2, **DECODER),
-                           tf.FalconForCausalLM),
+        "falcon": lambda: (tf.FalconConfig(hidden_size=hidden, new_decoder_architecture=True, num_kv_heads=2,
+                                           **DECODER), tf.FalconForCausalLM),
         "mistral-sliding": lambda: (tf.MistralConfig(**gqa, sliding_window=16), tf.MistralForCausalLM),
         "bloom": lambda: (tf.BloomConfig(hidden_size=hidden, n_layer=2, n_head=4), tf.BloomForCausalLM),
     }[arch]()
