@@ -35,6 +35,15 @@ def qwen_pair() -> Pair:
     return Pair(target, draft)
 
 
+def saved_costs_from_argv(pair: Pair) -> None:
+    """With --costs PATH on the command line, the pair starts from the costs saved at PATH, through a
+    copy (what the pair learns is written to the copy: PATH is left as it was)."""
+    if "--costs" in sys.argv:
+        copy = Path(tempfile.mkdtemp()) / "costs.json"
+        shutil.copyfile(sys.argv[sys.argv.index("--costs") + 1], copy)
+        pair.remember_costs(copy)
+
+
 def smollm2_pair() -> Pair:
     return Pair(load_model("embedded", None, None, False, log=lambda m: None))
 
@@ -125,10 +134,7 @@ def flag_ab(owner: type, attribute: str, lanes: dict[str, object]) -> None:
     if not hasattr(owner, attribute):  # a flag of a change since reverted: every lane would run the same code
         raise SystemExit(f"{owner.__name__}.{attribute} does not exist at this commit (see the script's docstring)")
     pair = smollm2_pair() if "--smollm2" in sys.argv else qwen_pair()
-    if "--costs" in sys.argv:
-        copy = Path(tempfile.mkdtemp()) / "costs.json"
-        shutil.copyfile(sys.argv[sys.argv.index("--costs") + 1], copy)
-        pair.remember_costs(copy)
+    saved_costs_from_argv(pair)
     auto = pair.auto
     if "--sampled" in sys.argv:
         auto = lambda request: pair.auto(replace(request, sampling=SAMPLED))  # noqa: E731

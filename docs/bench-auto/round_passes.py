@@ -9,14 +9,11 @@ it was), as a bench run does after the questions before it.
     PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/round_passes.py specdec-017 \\
         [--costs PATH] > docs/bench-auto/round_passes.txt
 """
-import shutil
 import sys
-import tempfile
 import time
 from dataclasses import replace
-from pathlib import Path
 
-from ab_session import BASE, qwen_pair
+from ab_session import BASE, qwen_pair, saved_costs_from_argv
 from specdec.bench import spec_bench
 from specdec.engine import kvcache
 
@@ -33,10 +30,7 @@ def timed_forward(self, context, n, **inputs):
 
 def main() -> None:
     pair = qwen_pair()
-    if "--costs" in sys.argv:
-        copy = Path(tempfile.mkdtemp()) / "costs.json"
-        shutil.copyfile(sys.argv[sys.argv.index("--costs") + 1], copy)
-        pair.remember_costs(copy)
+    saved_costs_from_argv(pair)
     question = {q.id: q for q in spec_bench.read_questions(spec_bench.SAMPLE)}[sys.argv[1]]
     request = replace(BASE, prompt=question.turns[0])
     pair.warm_up(pair.auto(request))

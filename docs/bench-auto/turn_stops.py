@@ -10,15 +10,12 @@ beside it prints the stop rule's own terms instead, over the six tasks in the be
     PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/turn_stops.py --turns specdec-014-t1 \\
         [--costs PATH] > docs/bench-auto/turn_stops.txt
 """
-import shutil
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import torch
 
-from ab_session import qwen_pair, session_turns
+from ab_session import qwen_pair, saved_costs_from_argv, session_turns
 from specdec.engine import policy
 from specdec.engine.drafters import model
 
@@ -54,10 +51,7 @@ def logged_choice(self, source, k, gain, reach, why):
 def main() -> None:
     model.ModelDrafter._take, policy.CostPolicy.draft_choice = logged_take, logged_choice
     pair = qwen_pair()
-    if "--costs" in sys.argv:
-        copy = Path(tempfile.mkdtemp()) / "costs.json"
-        shutil.copyfile(sys.argv[sys.argv.index("--costs") + 1], copy)
-        pair.remember_costs(copy)
+    saved_costs_from_argv(pair)
     turns = session_turns(pair)
     pair.warm_up(pair.auto(turns[0][1]))
     print("saved costs:", pair.costs_status, flush=True)
