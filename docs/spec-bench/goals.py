@@ -26,9 +26,9 @@ EAGER_PEER = f"{PEER}, eager engine"
 # an overall figure is read only off the runs of all six tasks. An other-half run: the sample's 13
 # questions the seed-0 draw leaves out. A run ending -avx2: its setup's, on a host without AVX-512.
 SMOLLM2_GREEDY = ("smollm2", "smollm2-other-half", "smollm2-other-half-avx2")
-QWEN_SIX_TASKS = ("qwen", "qwen-tasks", "qwen-tasks-avx2", "qwen-two-per-task", "qwen-other-half",
-                  "qwen-other-half-avx2", "qwen-fast", "qwen-fp32-tasks", "qwen-fp32-tasks-avx2")
-QWEN_GREEDY = QWEN_SIX_TASKS + ("qwen-long", "translation", "translation/saved-costs", "rag-short")
+QWEN_SIX_TASKS = ("qwen", "qwen-tasks", "qwen-tasks-avx2", "qwen-two-per-task", "qwen-two-per-task-avx2",
+                  "qwen-other-half", "qwen-other-half-avx2", "qwen-fast", "qwen-fp32-tasks", "qwen-fp32-tasks-avx2")
+QWEN_GREEDY = QWEN_SIX_TASKS + ("qwen-long", "qwen-long-avx2", "translation", "translation/saved-costs", "rag-short")
 QWEN_SAMPLED = ("qwen-sampled", "qwen-sampled-tasks", "qwen-sampled-tasks-avx2", "translation/sampled")
 
 

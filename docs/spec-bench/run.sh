@@ -17,8 +17,8 @@
 #                           model, auto and transformers on the fast engine
 #   run.sh qwen-tasks-avx2  as qwen-tasks, its results kept apart for a host without AVX-512 (a Zen 3 EPYC:
 #                           its caption names the CPU; the other runs' hosts had AVX-512); likewise
-#                           qwen-other-half-avx2, qwen-fp32-tasks-avx2, qwen-sampled-tasks-avx2 and
-#                           smollm2-other-half-avx2
+#                           qwen-other-half-avx2, qwen-fp32-tasks-avx2, qwen-sampled-tasks-avx2,
+#                           qwen-two-per-task-avx2, qwen-long-avx2 and smollm2-other-half-avx2
 #   run.sh qwen-two-per-task  as qwen-tasks over both questions of each task's category in that draw
 #                           (coding for the conversation task; 12 questions, 14 turns, ~40 minutes)
 #   run.sh qwen-fp32-tasks  as qwen-tasks with the fp32 draft (no --draft-quantize)
@@ -74,14 +74,14 @@ case "${1:-report}" in
               --out docs/spec-bench/qwen-sampled ;;
     qwen-tasks|qwen-tasks-avx2) $python -m specdec bench "${subset[@]}" "${qwen[@]}" --repeats 2 \
               --drafters draft-model,auto,transformers --out "docs/spec-bench/$1" ;;
-    qwen-two-per-task) $python -m specdec bench "${two_per_task[@]}" "${qwen[@]}" --repeats 2 \
-              --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-two-per-task ;;
+    qwen-two-per-task|qwen-two-per-task-avx2) $python -m specdec bench "${two_per_task[@]}" "${qwen[@]}" --repeats 2 \
+              --drafters draft-model,auto,transformers --out "docs/spec-bench/$1" ;;
     qwen-fp32-tasks|qwen-fp32-tasks-avx2) $python -m specdec bench "${subset[@]}" --target qwen-coder-1.5b \
               --draft qwen-coder-0.5b --repeats 2 --drafters draft-model,auto,transformers --out "docs/spec-bench/$1" ;;
     qwen-sampled-tasks|qwen-sampled-tasks-avx2) $python -m specdec bench "${subset[@]}" "${sampled[@]}" "${qwen[@]}" --repeats 2 \
               --drafters auto,transformers --out "docs/spec-bench/$1" ;;
-    qwen-long) $python -m specdec bench --suite specdec/bench/prompts/spec_bench_long.jsonl --max-new-tokens 128 \
-              --repeats 2 "${qwen[@]}" --drafters draft-model,auto,transformers --out docs/spec-bench/qwen-long ;;
+    qwen-long|qwen-long-avx2) $python -m specdec bench --suite specdec/bench/prompts/spec_bench_long.jsonl --max-new-tokens 128 \
+              --repeats 2 "${qwen[@]}" --drafters draft-model,auto,transformers --out "docs/spec-bench/$1" ;;
     qwen-engines)
         $python -m specdec bench "${subset[@]}" "${qwen[@]}" --repeats 2 --drafters draft-model,auto,transformers \
               --out docs/spec-bench/qwen-fast
@@ -116,7 +116,9 @@ declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
         [qwen-tasks]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, one question per task"
         [qwen-tasks-avx2]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, one question per task, on a host without AVX-512"
         [qwen-two-per-task]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, two questions per task"
+        [qwen-two-per-task-avx2]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, two questions per task, on a host without AVX-512"
         [qwen-long]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, long prompts (a summary and a RAG answer over ~750 tokens)"
+        [qwen-long-avx2]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy, long prompts (a summary and a RAG answer over ~750 tokens), on a host without AVX-512"
         [qwen-fp32-tasks]="Qwen2.5-Coder-1.5B + 0.5B fp32 draft, greedy, one question per task"
         [qwen-fp32-tasks-avx2]="Qwen2.5-Coder-1.5B + 0.5B fp32 draft, greedy, one question per task, on a host without AVX-512"
         [qwen-sampled-tasks]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, sampled (T = 0.7, top-p 0.9), one question per task"
@@ -132,7 +134,7 @@ declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
   echo "Read off the runs below by \`docs/spec-bench/goals.py\` (Spec-Bench's arithmetic; a task of one question is one answer's worth). Where a goal is missed, \"What it says\" below says why, with the numbers. The goals on the bench's own categories are in docs/AUTO.md."
   echo
   $python docs/spec-bench/goals.py
-  for setup in qwen qwen-engines qwen-tasks qwen-tasks-avx2 qwen-two-per-task qwen-other-half qwen-other-half-avx2 qwen-long qwen-fp32-tasks qwen-fp32-tasks-avx2 qwen-recycling smollm2 smollm2-other-half smollm2-other-half-avx2 qwen-sampled qwen-sampled-tasks qwen-sampled-tasks-avx2 smollm2-sampled smollm2-sampled-other-half; do
+  for setup in qwen qwen-engines qwen-tasks qwen-tasks-avx2 qwen-two-per-task qwen-two-per-task-avx2 qwen-other-half qwen-other-half-avx2 qwen-long qwen-long-avx2 qwen-fp32-tasks qwen-fp32-tasks-avx2 qwen-recycling smollm2 smollm2-other-half smollm2-other-half-avx2 qwen-sampled qwen-sampled-tasks qwen-sampled-tasks-avx2 smollm2-sampled smollm2-sampled-other-half; do
     [[ -f docs/spec-bench/$setup/spec_bench.md ]] || continue
     echo
     echo "## ${titles[$setup]}"
