@@ -7,6 +7,11 @@ next token's draft step at nothing but still expected it at its position's avera
 rows themselves. Why: round0_trace.txt, 10 of 46 stop-rule rounds of the draft model stopped with
 such rows read, most at confidence 1.0.
 
+Not kept (read_ahead_rows_ab.txt): 1.041 / 1.007 cold / warm, per turn 1.018 +- 0.023; RAG 024 1.13x,
+but translation 016 0.79x and QA 020 0.92x, short answers where auto already trails transformers.
+The flag exists only at 85ffdf2, the commit that added this script; the next reverted the code, so at
+HEAD the script says so and exits (ab_session.flag_ab).
+
     PYTHONPATH=. .venv/bin/python docs/bench-auto/read_ahead_rows_ab.py > docs/bench-auto/read_ahead_rows_ab.txt
 """
 from ab_session import flag_ab

@@ -240,35 +240,6 @@ class StopRule:
                 return True
         return False
 
-    def read_ahead(self, confidences: Sequence[float], ahead: Sequence[float]) -> int:
-        """After the rule stopped at j = len(confidences) drafted tokens: how many of the next tokens
-        to take where the pass that drafted the j-th has already read them on the draft's own path
-        (a staged pass's guesses held: staged.py), ahead[i] the confidence of the i-th of them.
-
-        keep_drafting prices each further token at a draft step and expects it at its position's
-        average acceptance. These cost no draft time (their rows are in the pass just run) and their
-        confidences are known, so taking m of them yields E_{j+m} = E_j + s_j a(ahead_1) + ... (each
-        s the survival so far, as keep_drafting reads it) in T_{j+m} = j d + v(j + m + 1) + o: only
-        the wider target pass is paid. The round takes the m (0 to len(ahead)) with the best
-        E_{j+m} / T_{j+m}, and stops drafting after them.
-
-        Exactness: as the stop, this reads only the draft's own probabilities and earlier rounds'
-        measurements, so the draft's length is still a stopping time of its own draws."""
-        j = len(confidences)
-        survive, expected = 1.0, 1.0
-        for confidence in confidences:
-            survive *= self.accept(confidence)
-            expected += survive
-        spent = j * self.draft_seconds + self.overhead
-        best, best_rate = 0, expected / (spent + self.pass_seconds(j + 1))
-        for m, confidence in enumerate(ahead, start=1):
-            survive *= self.accept(confidence)
-            expected += survive
-            rate = expected / (spent + self.pass_seconds(j + m + 1))
-            if rate > best_rate:
-                best, best_rate = m, rate
-        return best
-
     def sibling(self, confidences: Sequence[float], seconds: Sequence[float]) -> int | None:
         """Where a greedy chain of len(confidences) drafted tokens should add a sibling leaf, if
         anywhere: the 0-based position whose second choice (the draft's probability of it: seconds)

@@ -181,18 +181,6 @@ class Threshold:
         return confidences[-1] >= self.below
 
 
-class ReadingAhead(Threshold):
-    """Stops at every position, then takes every token its pass already read past the stop."""
-
-    def __init__(self):
-        super().__init__(1.1)
-        self.taken = 0
-
-    def read_ahead(self, confidences, ahead):
-        self.taken += len(ahead)
-        return len(ahead)
-
-
 EXTREMES = [Threshold(1.1), Threshold(0.5), Threshold(0.0)]  # stop at every position, at unsure ones, never
 
 
@@ -211,44 +199,6 @@ def test_greedy_stays_exact_under_extreme_stops_and_source_switches(arch):
             assert [t for r in rounds for t in r.tokens] == expected
             lengths |= {len(r.drafted) for r in rounds if r.source == MODEL}
     assert {1, 4} <= lengths  # the stops really cut drafts short, and let others run to k
-
-
-def test_the_tokens_a_pass_read_past_a_stop_are_taken_where_they_pay():
-    """StopRule.read_ahead: tokens already read cost no draft time, so confident ones are taken where
-    the wider pass is cheap, up to the last that raises the round's rate; unsure ones, or a pass
-    whose next rows cost a step each, are not."""
-    cheap = StopRule(lambda c: c, (0.8,) * 16, 0.05, lambda n: 0.3 + 0.01 * n, horizon=16)
-    assert cheap.read_ahead([0.9, 0.6], [0.99, 0.98, 0.99]) == 3
-    assert cheap.read_ahead([0.9, 0.6], [0.99, 0.05, 0.99]) == 1  # the rest behind an unsure token
-    assert cheap.read_ahead([0.9, 0.6], []) == 0
-    dear = StopRule(lambda c: c, (0.8,) * 16, 0.05, lambda n: 0.3 * n, horizon=16)
-    assert dear.read_ahead([0.9, 0.6], [0.99, 0.98, 0.99]) == 0
-
-
-class DraftsOwnChain:
-    """Guesses that hold: the draft's own greedy continuation (staged.Guesser's interface), so every
-    staged pass reads rows on the draft's path past where a stop ends it."""
-
-    def __init__(self, draft):
-        self.lane = CachedModel(draft)
-
-    def guess(self, ids, m):
-        return [e.token for e in standard_decode(self.lane, ids, Sampling(), m)] if m > 0 else []
-
-
-def test_greedy_stays_exact_taking_the_tokens_read_past_every_stop():
-    """A draft stopped at every position that takes every token its staged pass read past the stop
-    (ModelDrafter._read_ahead) drafts several tokens a round and stays token-identical."""
-    target = tiny_model("llama", seed=7)
-    draft = perturbed(target, 0.05)
-    prompt = [5, 9, 14, 22, 31, 5, 9, 14]
-    expected = [e.token for e in standard_decode(CachedModel(target), prompt, Sampling(), 40)]
-    stop = ReadingAhead()
-    drafter = HybridDrafter(ModelDrafter(draft, target.vocab_size, guesser=DraftsOwnChain(draft)))
-    rounds = list(speculative_decode(CachedModel(target), drafter, prompt, Speculation(k=4), Sampling(), 40,
-                                     policy=Stopping(stop)))
-    assert [t for r in rounds for t in r.tokens] == expected
-    assert stop.taken and max(len(r.drafted) for r in rounds if r.source == MODEL) > 1
 
 
 @pytest.mark.parametrize("stop", EXTREMES[:2])

@@ -21,9 +21,6 @@ class ModelDrafter(DrafterBase):
     """A small causal LM with its own KV cache, drafting autoregressively."""
 
     name = "draft-model"
-    # A greedy draft the stop rule ends may take the tokens its last staged pass already read past the
-    # stop, where they pay (_read_ahead, confidence.StopRule.read_ahead).
-    READ_AHEAD_ROWS = True
 
     @classmethod
     def from_options(cls, options: DrafterOptions, drafter: str = "draft-model",
@@ -133,31 +130,11 @@ class ModelDrafter(DrafterBase):
             confidences.append(self._confidence(rows[-1], kept[-1], sampling.greedy))
             if kept[-1] in self.eos_ids:
                 return kept, True
-            if confidences[-1] < self.confidence:
-                return kept, True
-            if stop is not None and not stop.keep_drafting(confidences):
-                if self.READ_AHEAD_ROWS and sampling.greedy and hasattr(stop, "read_ahead"):
-                    self._read_ahead(block, guesses, i, stop, kept, rows, confidences)
+            if confidences[-1] < self.confidence or (stop is not None and not stop.keep_drafting(confidences)):
                 return kept, True
             if i == len(guesses) or kept[-1] != guesses[i]:
                 break
         return kept, False
-
-    def _read_ahead(self, block: torch.Tensor, guesses: list[int], i: int, stop: StopRule, kept: list[int],
-                    rows: list, confidences: list) -> None:
-        """Where the stop rule ended a greedy draft at row i of a staged pass, the tokens of the rows
-        after it that the pass read on the draft's own path (row r + 1 is on it where the draft's
-        token at row r was guess r), taken as far as the rule says they pay (StopRule.read_ahead:
-        they cost no draft time, and their confidences are known). None past an EOS."""
-        ahead, last, r = [], kept[-1], i
-        while r < len(guesses) and last == guesses[r] and last not in self.eos_ids:
-            r += 1
-            last = int(block[r].argmax())
-            ahead.append((block[r], last, self._confidence(block[r], last, True)))
-        for row, token, confidence in ahead[: stop.read_ahead(confidences, [c for _, _, c in ahead])]:
-            rows.append(row)
-            kept.append(token)
-            confidences.append(confidence)
 
     @staticmethod
     def _confidence(row: torch.Tensor, token: int, greedy: bool) -> float:
