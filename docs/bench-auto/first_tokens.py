@@ -8,17 +8,17 @@ that reads the prompt (round 0) keeps nothing of a draft however confident its l
 import json, torch
 from specdec.models.loading import load_model
 from specdec.engine.text import encode_prompt
-t = load_model("qwen-coder-1.5b", None, None, False, log=lambda m: None)
-d = load_model("qwen-coder-0.5b", t.device, t.dtype, False, log=lambda m: None, quantize="int8")
-df = load_model("qwen-coder-0.5b", t.device, t.dtype, False, log=lambda m: None)
-tok = t.tokenizer
+target = load_model("qwen-coder-1.5b", None, None, False, log=lambda m: None)
+draft_int8 = load_model("qwen-coder-0.5b", target.device, target.dtype, False, log=lambda m: None, quantize="int8")
+draft_fp32 = load_model("qwen-coder-0.5b", target.device, target.dtype, False, log=lambda m: None)
+tok = target.tokenizer
 qs = [json.loads(l) for l in open("specdec/bench/prompts/spec_bench_sample.jsonl")]
 for q in qs:
     ids = encode_prompt(tok, q["turns"][0])
     x = torch.tensor([ids])
     with torch.no_grad():
         out = []
-        for m in (t.model, d.model, df.model):
+        for m in (target.model, draft_int8.model, draft_fp32.model):
             p = torch.softmax(m(x).logits[0, -1].float(), -1)
             v, i = p.topk(3)
             out.append(" ".join(f"{tok.decode([int(a)])!r}:{float(b):.2f}" for a, b in zip(i, v)))
