@@ -28,7 +28,8 @@ EAGER_PEER = f"{PEER}, eager engine"
 SMOLLM2_GREEDY = ("smollm2", "smollm2-other-half", "smollm2-other-half-avx2")
 QWEN_SIX_TASKS = ("qwen", "qwen-tasks", "qwen-tasks-avx2", "qwen-two-per-task", "qwen-two-per-task-avx2",
                   "qwen-other-half", "qwen-other-half-avx2", "qwen-fast", "qwen-fp32-tasks", "qwen-fp32-tasks-avx2")
-QWEN_GREEDY = QWEN_SIX_TASKS + ("qwen-long", "qwen-long-avx2", "translation", "translation/saved-costs", "rag-short")
+QWEN_GREEDY = QWEN_SIX_TASKS + ("qwen-long", "qwen-long-avx2", "translation", "translation/saved-costs", "rag-short",
+                              "rag-short-avx2")
 QWEN_SAMPLED = ("qwen-sampled", "qwen-sampled-tasks", "qwen-sampled-tasks-avx2", "translation/sampled")
 
 

@@ -18,7 +18,7 @@
 #   run.sh qwen-tasks-avx2  as qwen-tasks, its results kept apart for a host without AVX-512 (a Zen 3 EPYC:
 #                           its caption names the CPU; the other runs' hosts had AVX-512); likewise
 #                           qwen-other-half-avx2, qwen-fp32-tasks-avx2, qwen-sampled-tasks-avx2,
-#                           qwen-two-per-task-avx2, qwen-long-avx2 and smollm2-other-half-avx2
+#                           qwen-two-per-task-avx2, qwen-long-avx2, rag-short-avx2 and smollm2-other-half-avx2
 #   run.sh qwen-two-per-task  as qwen-tasks over both questions of each task's category in that draw
 #                           (coding for the conversation task; 12 questions, 14 turns, ~40 minutes)
 #   run.sh qwen-fp32-tasks  as qwen-tasks with the fp32 draft (no --draft-quantize)
@@ -31,6 +31,8 @@
 #   run.sh translation      the Qwen pair on docs/spec-bench/translation/questions.jsonl (ten translation
 #                           answers): auto and transformers, greedy from no saved costs, greedy again from
 #                           the costs that run saved, and sampled (~25 minutes; the folder's README)
+#   run.sh rag-short        the Qwen pair on docs/spec-bench/rag-short/questions.jsonl (seven short RAG answers):
+#                           auto and transformers (the folder's README; ~10 minutes)
 #   run.sh smollm2-other-half  SmolLM2-135M alone on the 13 sample questions the seed-0 draw leaves out
 #                           (no table above holds them but qwen-two-per-task's six; nine are among
 #                           the A/B scripts' session, docs/bench-auto/ab_session.py): prompt lookup and
@@ -82,6 +84,8 @@ case "${1:-report}" in
               --drafters auto,transformers --out "docs/spec-bench/$1" ;;
     qwen-long|qwen-long-avx2) $python -m specdec bench --suite specdec/bench/prompts/spec_bench_long.jsonl --max-new-tokens 128 \
               --repeats 2 "${qwen[@]}" --drafters draft-model,auto,transformers --out "docs/spec-bench/$1" ;;
+    rag-short|rag-short-avx2) $python -m specdec bench --suite docs/spec-bench/rag-short/questions.jsonl --max-new-tokens 128 \
+              --repeats 2 "${qwen[@]}" --drafters auto,transformers --out "docs/spec-bench/$1" ;;
     qwen-engines)
         $python -m specdec bench "${subset[@]}" "${qwen[@]}" --repeats 2 --drafters draft-model,auto,transformers \
               --out docs/spec-bench/qwen-fast
