@@ -9,22 +9,24 @@ S where the draft stopped).
 
 first_tokens.py beside it prints the first token each model would give each question.
 """
-import sys, time
+import sys
 from dataclasses import replace
-from turn_stops import log, logged_take, logged_choice
-from ab_session import qwen_pair, BASE
+
+from ab_session import BASE, qwen_pair
 from specdec.bench import spec_bench
 from specdec.engine import policy
 from specdec.engine.drafters import model
-model.ModelDrafter._take, policy.CostPolicy.draft_choice = logged_take, logged_choice
-pair = qwen_pair()
-qs = {q.id: q for q in spec_bench.read_questions(spec_bench.SAMPLE)}
-pair.warm_up(pair.auto(replace(BASE, prompt=qs["specdec-009"].turns[0])))
-for qid in sys.argv[1].split(","):
-    log.clear()
-    start = time.perf_counter()
-    for event in pair.speculative(pair.auto(replace(BASE, prompt=qs[qid].turns[0]))):
-        print(f"  {event.source or 'plain':20s} drafted {len(event.drafted):2d} kept {event.accepted:2d} | "
-              + " ".join(map(str, log)), flush=True)
-        log.clear()
-    print(f"{qid}: {time.perf_counter() - start:.2f} s", flush=True)
+from turn_stops import logged_choice, logged_take, trace_turn
+
+
+def main() -> None:
+    model.ModelDrafter._take, policy.CostPolicy.draft_choice = logged_take, logged_choice
+    pair = qwen_pair()
+    questions = {q.id: q for q in spec_bench.read_questions(spec_bench.SAMPLE)}
+    pair.warm_up(pair.auto(replace(BASE, prompt=questions["specdec-009"].turns[0])))
+    for question_id in sys.argv[1].split(","):
+        trace_turn(pair, question_id, replace(BASE, prompt=questions[question_id].turns[0]))
+
+
+if __name__ == "__main__":
+    main()

@@ -48,6 +48,18 @@ def logged_choice(self, source, k, gain, reach, why):
     return choice
 
 
+def trace_turn(pair, name: str, request) -> None:
+    """Auto's rounds on one request, each with what the patched choice and passes logged (install
+    logged_take and logged_choice first), then the turn's seconds."""
+    log.clear()
+    start = time.perf_counter()
+    for event in pair.speculative(pair.auto(request)):
+        print(f"  {event.source or 'plain':20s} drafted {len(event.drafted):2d} kept {event.accepted:2d} | "
+              + " ".join(map(str, log)), flush=True)
+        log.clear()
+    print(f"{name}: {time.perf_counter() - start:.2f} s", flush=True)
+
+
 def main() -> None:
     model.ModelDrafter._take, policy.CostPolicy.draft_choice = logged_take, logged_choice
     pair = qwen_pair()
@@ -56,13 +68,7 @@ def main() -> None:
     pair.warm_up(pair.auto(turns[0][1]))
     print("saved costs:", pair.costs_status, flush=True)
     for name, request in turns:
-        log.clear()
-        start = time.perf_counter()
-        for event in pair.speculative(pair.auto(request)):
-            print(f"  {event.source or 'plain':20s} drafted {len(event.drafted):2d} kept {event.accepted:2d} | "
-                  + " ".join(map(str, log)), flush=True)
-            log.clear()
-        print(f"{name}: {time.perf_counter() - start:.2f} s", flush=True)
+        trace_turn(pair, name, request)
 
 
 if __name__ == "__main__":
