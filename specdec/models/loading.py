@@ -12,6 +12,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from ..engine.loaded import Loaded
 from .fast import ENGINES, MEMORY_MARGIN, available_memory, can_prepack, check_engine, default_engine, fast_layers, \
     packed_bytes, prepack  # noqa: F401  (ENGINES: the choices, for the CLI and the app)
+from .fused import fuse_projections
 from .int8 import INT8_SCHEME, OutlierSplitLinear, quantize_int8
 
 Log = Callable[[str], None]
@@ -115,41 +116,48 @@ def load_model(
     model.eval()
     log(f"loaded {spec}: {sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters "
         f"in {time.perf_counter() - start:.1f}s")
+    engine = engine or default_engine(device)
+    # Before quantizing and prepacking, which then apply to the stacked layers (models/fused.py).
+    fused = fuse_projections(model) if engine == "fast" and device.type == "cpu" else 0
     if quantize == "int8":
         model = quantize_int8(model)
         split = sum(isinstance(m, OutlierSplitLinear) for m in model.modules())
         log(f"quantized {spec} to int8 (dynamic, per channel, CPU)"
             + (f"; {split} MLP output projections split around their outlier activations" if split else ""))
-    engine = apply_engine(model, engine or default_engine(device), device, dtype, spec, log, quantized=bool(quantize))
+    engine = apply_engine(model, engine, device, dtype, spec, log, quantized=bool(quantize), fused=fused)
     return Loaded(spec, model, tokenizer, device, dtype, engine, quantize)
 
 
 def apply_engine(model: torch.nn.Module, engine: str, device: torch.device, dtype: torch.dtype, spec: str,
-                 log: Log, quantized: bool = False) -> str:
+                 log: Log, quantized: bool = False, fused: int = 0) -> str:
     """The engine the model really runs. "fast" adds prepacked copies of its large linear layers
-    where that exists (fp32/bf16 on CPU) and the memory is there; otherwise it stays eager, and the
-    log says why (models/fast.py)."""
+    where that exists (fp32/bf16 on CPU) and the memory is there (models/fast.py); `fused`, the groups
+    of projections load_model has already stacked for it (models/fused.py). Where the fast engine
+    does neither, the model is eager, and the log says why."""
     if engine == "eager":
         return "eager"
-    if quantized:
-        log(f"{spec}: an int8 model runs PyTorch's quantized kernels; the fast engine does not apply")
-        return "eager"
-    if not can_prepack(device, dtype):
-        log(f"{spec}: the fast engine exists for fp32/bf16 on CPU; running eager on {device} ({dtype})")
-        return "eager"
+    stacked = f"{fused} groups of projections that read one input stacked into one layer each" if fused else ""
     extra, available = packed_bytes(model), available_memory()
-    if not extra:
-        log(f"{spec}: no linear layer is large enough to gain from prepacking; running eager")
-        return "eager"
-    if available is not None and extra + MEMORY_MARGIN > available:
-        log(f"{spec}: the fast engine needs {extra / 1e9:.1f} GB more for prepacked weights and "
-            f"{available / 1e9:.1f} GB is available; running eager")
-        return "eager"
+    if quantized:
+        not_packed = "an int8 model runs PyTorch's quantized kernels, which are not prepacked"
+    elif not can_prepack(device, dtype):
+        not_packed = f"prepacking exists for fp32/bf16 on CPU, not {device} ({dtype})"
+    elif not extra:
+        not_packed = "no linear layer is large enough to gain from prepacking"
+    elif available is not None and extra + MEMORY_MARGIN > available:
+        not_packed = (f"prepacking needs {extra / 1e9:.1f} GB more for the packed weights and "
+                      f"{available / 1e9:.1f} GB is available")
+    else:
+        not_packed = ""
+    if not_packed:
+        log(f"{spec}: {not_packed}; " + (f"engine fast: {stacked}" if fused else "running eager"))
+        return "fast" if fused else "eager"
     start = time.perf_counter()
     packed = prepack(model)
     layer = fast_layers(model)[0]
     padded = ", ".join(f"{n} -> {w}" for n, w in enumerate(layer.padded_rows, 1) if w > n and n > layer.dense_rows)
-    log(f"{spec}: engine fast, {packed} linear layers prepacked for oneDNN (+{extra / 1e9:.2f} GB) in "
+    log(f"{spec}: engine fast, " + (f"{stacked}; " if fused else "")
+        + f"{packed} linear layers prepacked for oneDNN (+{extra / 1e9:.2f} GB) in "
         f"{time.perf_counter() - start:.1f}s; passes over up to {layer.dense_rows} tokens keep the default kernel"
         + (f"; packed passes padded to a cheaper width ({padded} tokens)" if padded else ""))
     return "fast"

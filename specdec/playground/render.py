@@ -130,7 +130,8 @@ def _identity_rows(result: RaceResult) -> list[list[str]]:
 
 ENGINE_NOTES = {
     "fast": "CPU kernels: large linear layers also prepacked for oneDNN, so a verify pass over a few tokens "
-            "costs about one step (single steps keep the default kernel); both lanes run on it",
+            "costs about one step (single steps keep the default kernel), and the projections that read one "
+            "input (q, k, v; gate, up) multiplied as one; both lanes run on it",
     "eager": "PyTorch's default kernels (on a GPU, or where the fast engine does not apply); both lanes run on it",
 }
 
