@@ -46,7 +46,7 @@ import torch
 from torch import nn
 
 # Layers of one module that read the same input, by their names in transformers' models (Llama,
-# Qwen2, Mistral, Gemma, OPT: attention; Llama, Qwen2, Mistral, Gemma: MLP). Models that already
+# Qwen2, Qwen3, Mistral, Gemma, OPT, Phi: attention; Llama, Qwen2, Qwen3, Mistral, Gemma: MLP). Models that already
 # fuse them (Phi-3's qkv_proj, GPT-NeoX's query_key_value) have nothing to do here.
 GROUPS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
 

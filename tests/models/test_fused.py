@@ -52,7 +52,9 @@ def test_int8_and_prepacking_apply_to_the_stacked_layer():
     stacked = fused_copy(model)
     ids = list(range(3, 30))
     int8_plain, int8_fused = quantize_int8(model), quantize_int8(stacked)
-    assert isinstance(int8_fused.model.layers[0].mlp.fused_gate_up.linear, torch.ao.nn.quantized.dynamic.Linear)
+    mlp = int8_fused.model.layers[0].mlp
+    assert isinstance(mlp.fused_gate_up.linear, torch.ao.nn.quantized.dynamic.Linear)
+    assert mlp.gate_proj.fused is mlp.fused_gate_up  # quantize_dynamic's copy kept the parts on the copy
     for n in (1, 4):
         assert close(CachedModel(int8_fused).logits(ids, n), CachedModel(int8_plain).logits(ids, n)), n
     packed_model = copy.deepcopy(stacked)
