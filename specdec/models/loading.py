@@ -13,6 +13,7 @@ from ..engine.loaded import Loaded
 from .fast import ENGINES, MEMORY_MARGIN, available_memory, can_prepack, check_engine, default_engine, fast_layers, \
     packed_bytes, prepack  # noqa: F401  (ENGINES: the choices, for the CLI and the app)
 from .fused import fuse_projections
+from .lean import make_lean
 from .int8 import INT8_SCHEME, OutlierSplitLinear, quantize_int8
 
 Log = Callable[[str], None]
@@ -125,6 +126,9 @@ def load_model(
         log(f"quantized {spec} to int8 (dynamic, per channel, CPU)"
             + (f"; {split} MLP output projections split around their outlier activations" if split else ""))
     engine = apply_engine(model, engine, device, dtype, spec, log, quantized=bool(quantize), fused=fused)
+    # Last, on the layers as they will run: stacked, quantized, prepacked (models/lean.py).
+    if engine == "fast" and (lean := make_lean(model)):
+        log(f"{spec}: {lean} decoder layers run as one function each (models/lean.py)")
     return Loaded(spec, model, tokenizer, device, dtype, engine, quantize)
 
 
