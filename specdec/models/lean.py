@@ -1,4 +1,4 @@
-"""A Llama or Qwen2 decoder layer's forward in one function: the same operations on the same
+"""A Llama, Qwen2, Qwen3 or Mistral decoder layer's forward in one function: the same operations on the same
 kernels as transformers', without the modules' calls and the steps around them.
 
 Why. A small model's decode step on a CPU is mostly linear calls, and most of the rest is not
@@ -15,7 +15,8 @@ What. For each decoder layer whose parts are exactly the known ones (LEAN_LAYERS
 projections of models/fused.py; SiLU; RMSNorm; SDPA attention; every layer full attention), the
 layer's forward becomes lean_forward, which computes
 
-    x = RMSNorm(h);  [q, k, v] = x W_qkv^T + b;  q, k = rope(q), rope(k);  k, v = cache.update(k, v)
+    x = RMSNorm(h);  [q, k, v] = x W_qkv^T + b;  (Qwen3: q, k = RMSNorm(q), RMSNorm(k) per head)
+    q, k = rope(q), rope(k);  k, v = cache.update(k, v)
     h = h + o_proj(SDPA(q, k, v, mask, enable_gqa));  x = RMSNorm(h);  [g, u] = x W_gu^T
     h = h + down_proj(silu(g) * u)
 
@@ -54,8 +55,9 @@ from torch import nn
 from .fused import FusedProjections
 
 # The decoder layers lean_forward computes, by class name (Llama also covers SmolLM2, TinyLlama and
-# Llama 3's scaled rotary tables, which the model's rotary module builds; Qwen2 covers Qwen2.5).
-LEAN_LAYERS = ("LlamaDecoderLayer", "Qwen2DecoderLayer")
+# Llama 3's scaled rotary tables, which the model's rotary module builds; Qwen2 covers Qwen2.5; Qwen3
+# adds an RMSNorm of each head's q and k; Mistral is Llama's layer, taken without a sliding window).
+LEAN_LAYERS = ("LlamaDecoderLayer", "Qwen2DecoderLayer", "Qwen3DecoderLayer", "MistralDecoderLayer")
 # Keyword arguments the model's forward passes every layer that change nothing here.
 PASSED_THROUGH = {"position_ids", "use_cache", "cache_position", "output_attentions"}
 _LEAN_CLASSES: dict[type, type] = {}
@@ -72,11 +74,14 @@ def lean_forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor
         return super(type(self), self).forward(hidden_states, attention_mask, position_ids, past_key_values,
                                                use_cache, position_embeddings, **kwargs)
     batch, n, _ = hidden_states.shape
-    # 1. Attention's input: RMSNorm, then q, k and v in one product (models/fused.py).
+    # 1. Attention's input: RMSNorm, then q, k and v in one product (models/fused.py); Qwen3
+    #    normalizes each head's q and k.
     x = rms_norm(hidden_states, self.input_layernorm)
     qkv = attn.fused_q_k_v
-    q, k, v = (part.view(batch, n, -1, attn.head_dim).transpose(1, 2)
-               for part in qkv.linear(x).split(qkv.sizes, -1))
+    q, k, v = (part.view(batch, n, -1, attn.head_dim) for part in qkv.linear(x).split(qkv.sizes, -1))
+    if hasattr(attn, "q_norm"):
+        q, k = rms_norm(q, attn.q_norm), rms_norm(k, attn.k_norm)
+    q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
     # 2. Rotary positions on q and k; the cache appends this pass's keys and values.
     cos, sin = (table.unsqueeze(1) for table in position_embeddings)
     q, k = rotate(q, cos, sin), rotate(k, cos, sin)
@@ -112,11 +117,25 @@ def leanable(layer: nn.Module, config) -> bool:
     return (type(layer).__name__ in LEAN_LAYERS
             and isinstance(getattr(attn, "fused_q_k_v", None), FusedProjections)
             and isinstance(getattr(mlp, "fused_gate_up", None), FusedProjections)
-            and all(type(norm).__name__.endswith("RMSNorm") and hasattr(norm, "variance_epsilon") for norm in norms)
+            and all(map(is_rms_norm, norms))
             and getattr(config, "hidden_act", None) == "silu"
             and getattr(config, "_attn_implementation", None) == "sdpa"
-            and all(kind == "full_attention" for kind in getattr(config, "layer_types", None) or ["full_attention"])
-            and not hasattr(attn, "q_norm") and getattr(config, "pretraining_tp", 1) == 1)
+            and full_attention(config)
+            and all(is_rms_norm(getattr(attn, name)) for name in ("q_norm", "k_norm") if hasattr(attn, name))
+            and getattr(config, "pretraining_tp", 1) == 1)
+
+
+def is_rms_norm(norm: nn.Module | None) -> bool:
+    return type(norm).__name__.endswith("RMSNorm") and hasattr(norm, "variance_epsilon")
+
+
+def full_attention(config) -> bool:
+    """Every layer attends to every earlier position: by its layer types where the config lists them
+    (Qwen2, Qwen3), else by its having no sliding window (Mistral)."""
+    kinds = getattr(config, "layer_types", None)
+    if kinds is not None:
+        return all(kind == "full_attention" for kind in kinds)
+    return getattr(config, "sliding_window", None) is None
 
 
 def lean_class(cls: type) -> type:

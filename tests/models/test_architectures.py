@@ -11,6 +11,7 @@ from helpers import VOCAB, perturbed, save_model, tiny_tokenizer
 from specdec import Pair, Request, Speculation, load_model
 from specdec.engine.kvcache import UnsupportedModel
 from specdec.models.fused import FusedProjections
+from specdec.models.lean import is_lean
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -63,7 +64,8 @@ def greedy_identical(pair: Pair, request: Request) -> None:
 
 # 64 wide: every layer too small to pack (the eager kernels); 256 wide: prepacked for oneDNN. Where
 # attention has separate q, k and v projections (OPT, Phi, Gemma, Qwen3) the fast engine stacks them
-# (models/fused.py); GPT-2, GPT-NeoX and Falcon already multiply them as one.
+# (models/fused.py); GPT-2, GPT-NeoX and Falcon already multiply them as one. Of these, Qwen3's layers
+# also run as one function each (models/lean.py).
 @pytest.mark.parametrize("arch,hidden", [("gpt2", 64), ("gpt_neox", 256), ("opt", 64), ("phi", 256),
                                          ("gemma", 64), ("qwen3", 64), ("falcon", 64)])
 def test_auto_and_a_draft_tree_are_exact_on_other_architectures(tmp_path, arch, hidden):
@@ -71,6 +73,7 @@ def test_auto_and_a_draft_tree_are_exact_on_other_architectures(tmp_path, arch, 
     stacked = sum(isinstance(m, FusedProjections) for m in pair.target.model.modules())
     assert stacked == (0 if arch in ("gpt2", "gpt_neox", "falcon") else 2 if arch in ("opt", "phi") else 4)
     assert pair.target.engine == ("fast" if hidden == 256 or stacked else "eager")
+    assert sum(map(is_lean, pair.target.model.modules())) == (2 if arch == "qwen3" else 0)  # models/lean.py
     request = Request(PROMPT, max_new_tokens=32, spec=Speculation(k=4))
     greedy_identical(pair, pair.auto(request))
     greedy_identical(pair, Request(PROMPT, max_new_tokens=32, spec=Speculation(k=4), drafter="draft-tree"))
@@ -79,6 +82,7 @@ def test_auto_and_a_draft_tree_are_exact_on_other_architectures(tmp_path, arch, 
 @pytest.mark.parametrize("arch,reason", [("mistral-sliding", "sliding window"), ("bloom", "ALiBi")])
 def test_a_model_that_cannot_read_a_tree_says_why_and_auto_stays_exact(tmp_path, arch, reason):
     pair = user_pair(tmp_path, arch, 64)
+    assert not any(map(is_lean, pair.target.model.modules()))  # a sliding window: transformers' own layers
     request = Request(PROMPT, max_new_tokens=32, spec=Speculation(k=4))
     with pytest.raises(UnsupportedModel, match=reason):
         list(pair.speculative(Request(PROMPT, max_new_tokens=8, spec=Speculation(k=4), drafter="draft-tree")))

@@ -6,6 +6,7 @@ import copy
 
 import pytest
 import torch
+import transformers as tf
 
 from helpers import VOCAB, perturbed, save_model, tiny_model, tiny_tokenizer
 from specdec.engine.config import Sampling, Speculation
@@ -22,6 +23,20 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 GREEDY = Sampling()
 
 
+def tiny(arch: str, seed: int):
+    """A tiny random model of a family lean.py covers; Qwen3's and Mistral's built here, with every
+    weight perturbed so the norms' weights (ones at initialisation) count too."""
+    if arch in ("llama", "qwen2"):
+        return tiny_model(arch, seed=seed)
+    torch.manual_seed(seed)
+    common = dict(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, head_dim=16, max_position_embeddings=512, initializer_range=0.2,
+                  tie_word_embeddings=False, bos_token_id=0, eos_token_id=1, pad_token_id=2)
+    config, cls = {"qwen3": (tf.Qwen3Config(**common), tf.Qwen3ForCausalLM),
+                   "mistral": (tf.MistralConfig(**common, sliding_window=None), tf.MistralForCausalLM)}[arch]
+    return perturbed(cls(config).eval(), 0.5, seed=seed)
+
+
 def lean_copy(model, quantize: bool = False):
     lean = copy.deepcopy(model)
     fuse_projections(lean)
@@ -36,9 +51,10 @@ def close(a: torch.Tensor, b: torch.Tensor, tolerance: float = 1e-5) -> bool:
     return bool((a.isfinite() == finite).all()) and (a[finite] - b[finite]).abs().max() <= tolerance * b[finite].abs().max()
 
 
-@pytest.mark.parametrize("arch", ["llama", "qwen2"])  # qwen2: biased q, k, v; both: 4 query heads over 2 kv heads
+# qwen2: biased q, k, v; qwen3: each head's q and k normalized; all: 4 query heads over 2 key/value heads
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3", "mistral"])
 def test_lean_layers_give_transformers_logits_through_a_cache_that_rolls_back(arch):
-    model = tiny_model(arch, seed=5)
+    model = tiny(arch, seed=5)
     lean = lean_copy(model)
     assert all(map(is_lean, lean.model.layers))
     assert isinstance(lean.model.layers[0], type(model.model.layers[0]))  # a subclass: isinstance holds
@@ -125,6 +141,9 @@ def test_only_layers_it_computes_exactly_are_made_lean():
     sliding = tiny_model("qwen2")
     sliding.config.layer_types = ["sliding_attention", "full_attention"]
     assert make_lean(fused(sliding)) == 0
+    mistral = tiny("mistral", seed=0)
+    mistral.config.sliding_window = 16  # Mistral's layers list no types: its window says
+    assert make_lean(fused(mistral)) == 0
 
 
 def test_the_fast_engine_makes_layers_lean_and_the_eager_engine_does_not(tmp_path):
