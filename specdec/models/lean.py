@@ -43,8 +43,9 @@ Where. The fast engine on CPU (load_model), last, after stacking, int8 quantizat
 prepacking. The layer's class is swapped for a subclass whose forward is lean_forward, so every
 caller runs it: our lanes, transformers' generate() and its assisted generation when the bench
 runs them on "our fast model" (a peer on the same model gets the same layers). Any call the lean
-forward does not cover (an input not fp32, attention weights or hooks asked for, no rotary tables,
-extra keyword arguments a kernel would need) runs the class's own forward instead.
+forward does not cover (training, where dropout applies; an input not fp32; attention weights or
+hooks asked for; no rotary tables; extra keyword arguments a kernel would need) runs the class's
+own forward instead.
 """
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ def lean_forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor
     """The layer's output for hidden_states (module docstring); the class's own forward where this
     one does not apply."""
     attn, mlp = self.self_attn, self.mlp
-    if (hidden_states.dtype != torch.float32 or position_embeddings is None or kwargs.keys() - PASSED_THROUGH
+    if (self.training or hidden_states.dtype != torch.float32 or position_embeddings is None or kwargs.keys() - PASSED_THROUGH
             or kwargs.get("output_attentions") or attn._forward_hooks or attn._forward_pre_hooks):
         return super(type(self), self).forward(hidden_states, attention_mask, position_ids, past_key_values,
                                                use_cache, position_embeddings, **kwargs)

@@ -105,7 +105,7 @@ def test_speculative_decoding_on_lean_models_equals_standard_decoding_on_the_pla
 
 
 def test_calls_the_lean_forward_does_not_cover_run_the_layers_own():
-    """Not fp32, or attention hooks (transformers records attention weights with them): the class's
+    """Not fp32, attention hooks (transformers records attention weights with them), training: the class's
     forward runs (its norm modules are called, which the lean forward never calls), and returns
     transformers' output."""
     model = tiny_model("llama", seed=3)
@@ -123,6 +123,10 @@ def test_calls_the_lean_forward_does_not_cover_run_the_layers_own():
         norms.clear()
         half = lean.to(torch.bfloat16)(ids).logits
         assert len(norms) == 2 and close(half.float(), model.to(torch.bfloat16)(ids).logits.float(), 1e-2)
+    norms.clear()
+    lean.float().train()  # training: dropout applies, which only transformers' forward knows
+    lean(ids)
+    assert len(norms) == 2
 
 
 def test_only_layers_it_computes_exactly_are_made_lean():
