@@ -4,7 +4,7 @@ kernels as transformers', without the modules' calls and the steps around them.
 Why. A small model's decode step on a CPU is mostly linear calls, and most of the rest is not
 arithmetic. Profiled on the 2-core Zen 3 EPYC (ad hoc, torch.profiler and cProfile over decode
 steps of the Qwen 0.5B int8 draft after 100 tokens), a 45-55 ms step spent about 25 ms in the
-quantized linear kernel, about 10 ms in some 350 small aten calls (RMSNorm's five, rotary's ten,
+quantized linear kernel, about 10 ms in hundreds of small aten calls (RMSNorm's five, rotary's ten,
 the cache's cat, GQA's repeat), and the rest in Python: each layer calls about fifteen modules
 (norms, attention, the stacked projections' parts, the MLP, the activation), and transformers'
 attention goes through an interface that decides, per call, how to treat grouped heads. Passes over
@@ -34,10 +34,12 @@ comparison runs the same layers, so nothing depends on equality: standard and sp
 both read this forward.
 
 What it saves (docs/bench-auto/lean_layers.py, output beside it: the same model with its layers
-switched between the two forwards, interleaved pass by pass, on that host): a pass takes 0.89 / 0.91 /
-0.90 of transformers' time over 1 / 5 / 9 tokens for SmolLM2 (62.8 -> 56.0 ms a step), 0.92 / 0.91 /
-0.94 for the int8 draft (50.3 -> 46.1 ms), and 0.95 / 0.98 / 0.96 for Qwen2.5-Coder-1.5B (324 -> 308
-ms), with bitwise equal logits in all nine.
+switched between the two forwards, interleaved pass by pass, on that host): a pass takes 0.91 / 0.90 /
+0.87 of transformers' time over 1 / 5 / 9 tokens for SmolLM2 (62.0 -> 56.4 ms a step), 0.91 / 0.92 /
+0.88 for the int8 draft (47.2 -> 43.0 ms), and 0.95 / 0.99 / 0.98 for Qwen2.5-Coder-1.5B (309 -> 293
+ms), with bitwise equal logits in all nine (a first run, before the script was committed: 0.89 /
+0.91 / 0.90, 0.92 / 0.91 / 0.94 and 0.95 / 0.98 / 0.96). Over whole answers, auto on the Qwen pair
+ran 1.03x as fast (docs/bench-auto/lean_ab.py).
 
 Where. The fast engine on CPU (load_model), last, after stacking, int8 quantization and
 prepacking. The layer's class is swapped for a subclass whose forward is lean_forward, so every
