@@ -72,10 +72,11 @@ def lean_forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor
     """The layer's output for hidden_states (module docstring); the class's own forward where this
     one does not apply."""
     attn, mlp = self.self_attn, self.mlp
-    if (self.training or hidden_states.dtype != torch.float32 or position_embeddings is None or kwargs.keys() - PASSED_THROUGH
-            or kwargs.get("output_attentions") or attn._forward_hooks or attn._forward_pre_hooks):
-        return super(type(self), self).forward(hidden_states, attention_mask, position_ids, past_key_values,
-                                               use_cache, position_embeddings, **kwargs)
+    if (self.training or hidden_states.dtype != torch.float32 or position_embeddings is None
+            or kwargs.keys() - PASSED_THROUGH or kwargs.get("output_attentions")
+            or attn._forward_hooks or attn._forward_pre_hooks):
+        return own_forward(self)(hidden_states, attention_mask, position_ids, past_key_values, use_cache,
+                                 position_embeddings, **kwargs)
     batch, n, _ = hidden_states.shape
     # 1. Attention's input: RMSNorm, then q, k and v in one product (models/fused.py); Qwen3
     #    normalizes each head's q and k.
@@ -148,6 +149,13 @@ def lean_class(cls: type) -> type:
     if cls not in _LEAN_CLASSES:
         _LEAN_CLASSES[cls] = type(f"Lean{cls.__name__}", (cls,), {"forward": lean_forward, "__module__": __name__})
     return _LEAN_CLASSES[cls]
+
+
+def own_forward(layer: nn.Module):
+    """layer's forward as the class transformers built defines it (the base of its lean class, found
+    in the MRO, so a subclass of the lean class, as FSDP makes, does not loop back here)."""
+    base = next(cls for cls in type(layer).__mro__ if cls in _LEAN_CLASSES)
+    return base.forward.__get__(layer)
 
 
 def is_lean(module: nn.Module) -> bool:

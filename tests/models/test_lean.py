@@ -24,17 +24,24 @@ GREEDY = Sampling()
 
 
 def tiny(arch: str, seed: int):
-    """A tiny random model of a family lean.py covers; Qwen3's and Mistral's built here, with every
-    weight perturbed so the norms' weights (ones at initialisation) count too."""
+    """A tiny random model of a family lean.py covers (Qwen3's and Mistral's built here), its norms'
+    weights drawn too: at initialisation they are ones, which would hide one norm's weight read for
+    another's."""
     if arch in ("llama", "qwen2"):
-        return tiny_model(arch, seed=seed)
-    torch.manual_seed(seed)
-    common = dict(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, head_dim=16, max_position_embeddings=512, initializer_range=0.2,
-                  tie_word_embeddings=False, bos_token_id=0, eos_token_id=1, pad_token_id=2)
-    config, cls = {"qwen3": (tf.Qwen3Config(**common), tf.Qwen3ForCausalLM),
-                   "mistral": (tf.MistralConfig(**common, sliding_window=None), tf.MistralForCausalLM)}[arch]
-    return perturbed(cls(config).eval(), 0.5, seed=seed)
+        model = tiny_model(arch, seed=seed)
+    else:
+        torch.manual_seed(seed)
+        common = dict(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=512,
+                      initializer_range=0.2, tie_word_embeddings=False, bos_token_id=0, eos_token_id=1, pad_token_id=2)
+        config, cls = {"qwen3": (tf.Qwen3Config(**common), tf.Qwen3ForCausalLM),
+                       "mistral": (tf.MistralConfig(**common, sliding_window=None), tf.MistralForCausalLM)}[arch]
+        model = cls(config).eval()
+    with torch.no_grad():
+        for name, weight in model.named_parameters():
+            if "norm" in name:
+                weight.uniform_(0.5, 1.5)
+    return model
 
 
 def lean_copy(model, quantize: bool = False):
@@ -46,9 +53,10 @@ def lean_copy(model, quantize: bool = False):
 
 
 def close(a: torch.Tensor, b: torch.Tensor, tolerance: float = 1e-5) -> bool:
-    """Equal up to float rounding (torch.rms_norm's one kernel may sum in another order)."""
+    """Equal up to float rounding (torch.rms_norm may sum in another order than RMSNorm's ops)."""
     finite = b.isfinite()
-    return bool((a.isfinite() == finite).all()) and (a[finite] - b[finite]).abs().max() <= tolerance * b[finite].abs().max()
+    same_finite = bool((a.isfinite() == finite).all())
+    return same_finite and (a[finite] - b[finite]).abs().max() <= tolerance * b[finite].abs().max()
 
 
 # qwen2: biased q, k, v; qwen3: each head's q and k normalized; all: 4 query heads over 2 key/value heads
