@@ -3,8 +3,9 @@ loads it (stacked projections, int8 or prepacked, lean layers), then run with it
 between the lean forward and transformers' own, the same weights either way. Two caches read the
 same 100-token context and take the same passes, one after the other, interleaved pass by pass (so
 the host's drift falls on both): 40 timed passes of each width after 5 untimed, with a rollback of
-the cache before each pass, as a draft or verify round does (fused_projections.py's race). The logits of the two are compared at
-every pass (max |difference| over the finite ones; 0 means bitwise equal).
+the cache before each pass, as a draft or verify round does (fused_projections.py's race). The
+logits of the two are compared at every pass (max |difference| over the finite ones; 0 means
+bitwise equal).
 
     PYTHONPATH=.:docs/bench-auto .venv/bin/python docs/bench-auto/lean_layers.py > docs/bench-auto/lean_layers.txt
 

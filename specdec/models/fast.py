@@ -63,8 +63,8 @@ from torch.nn import functional as F
 ENGINES = {
     "fast": "CPU: large linear layers also prepacked for oneDNN, so a pass over a few tokens costs about "
             "one step (single-token steps keep the default kernel), and the projections that read one input "
-            "stacked into one layer (models/fused.py), and Llama and Qwen2 decoder layers run as one function "
-            "each (models/lean.py); on a GPU: eager",
+            "stacked into one layer (models/fused.py), and Llama, Qwen2, Qwen3 and Mistral decoder layers "
+            "run as one function each (models/lean.py); on a GPU: eager",
     "eager": "PyTorch's default kernels, the model as transformers loads it",
 }
 # oneDNN picks the packed layout for a batch-size hint; hints from 4 to 16 gave the same speed for
