@@ -13,19 +13,16 @@ import sys
 import time
 
 from ab_session import print_ratios, qwen_pair, run_lanes, session_turns, smollm2_pair
-from specdec.models.lean import is_lean
+from lean_layers import lean_layers, switch as switch_layers
 
 
 def main() -> None:
     pair = smollm2_pair() if "--smollm2" in sys.argv else qwen_pair()
-    models = [pair.target.model] + ([pair.draft.model] if pair.draft is not None else [])
-    layers = [(layer, type(layer), type(layer).__mro__[1]) for model in models for layer in model.modules()
-              if is_lean(layer)]
+    layers = lean_layers(pair.target.model, *([pair.draft.model] if pair.draft is not None else []))
     print(f"{len(layers)} lean layers", flush=True)
 
     def switch(lane: str) -> None:
-        for layer, lean, own in layers:
-            layer.__class__ = lean if lane == "lean" else own
+        switch_layers(layers, lane == "lean")
 
     passes = run_lanes(pair, {"lean": pair.auto, "own": pair.auto}, before=switch)
     print_ratios(passes, [("lean", "own")])

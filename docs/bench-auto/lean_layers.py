@@ -17,24 +17,28 @@ import torch
 from fused_projections import print_header, print_race, race
 from specdec.engine import short_head
 from specdec.engine.kvcache import CachedModel
-from specdec.models.lean import is_lean
+from specdec.models.lean import is_lean, lean_class, own_class
 from specdec.models.loading import load_model
 
 MODELS = (("embedded", None, None), ("qwen-coder-0.5b", "int8", short_head.ROWS), ("qwen-coder-1.5b", None, None))
 WIDTHS = (1, 5, 9)
 
 
-def switch(layers: list[tuple[torch.nn.Module, type, type]], lean: bool) -> None:
-    """Each layer's class: its lean subclass, or the class transformers built (the subclass's base)."""
-    for layer, lean_class, own_class in layers:
-        layer.__class__ = lean_class if lean else own_class
+def lean_layers(*models: torch.nn.Module) -> list[torch.nn.Module]:
+    return [layer for model in models for layer in model.modules() if is_lean(layer)]
+
+
+def switch(layers: list[torch.nn.Module], lean: bool) -> None:
+    """Each layer's class: its lean subclass, or the class transformers built."""
+    for layer in layers:
+        layer.__class__ = lean_class(own_class(layer)) if lean else own_class(layer)
 
 
 def main() -> None:
     print_header("lean_layers.py", "transformers' layers -> lean; lean / own")
     for spec, quantize, head_rows in MODELS:
         model = load_model(spec, "cpu", "float32", quantize=quantize, engine="fast", log=lambda m: None).model
-        layers = [(layer, type(layer), type(layer).__mro__[1]) for layer in model.modules() if is_lean(layer)]
+        layers = lean_layers(model)
         lanes = {"own": CachedModel(model, head_rows=head_rows), "lean": CachedModel(model, head_rows=head_rows)}
         for width in WIDTHS:
             seconds, worst = race(lanes, width, before=lambda name: switch(layers, name == "lean"))

@@ -151,11 +151,16 @@ def lean_class(cls: type) -> type:
     return _LEAN_CLASSES[cls]
 
 
+def own_class(layer: nn.Module) -> type:
+    """The class transformers built for a lean layer: the base of its lean class, found in the MRO, so
+    a subclass of the lean class (as FSDP makes) still finds it."""
+    return next(cls for cls in type(layer).__mro__ if cls in _LEAN_CLASSES)
+
+
 def own_forward(layer: nn.Module):
-    """layer's forward as the class transformers built defines it (the base of its lean class, found
-    in the MRO, so a subclass of the lean class, as FSDP makes, does not loop back here)."""
-    base = next(cls for cls in type(layer).__mro__ if cls in _LEAN_CLASSES)
-    return base.forward.__get__(layer)
+    """layer's forward as the class transformers built defines it (a subclass of the lean class does
+    not loop back to lean_forward)."""
+    return own_class(layer).forward.__get__(layer)
 
 
 def is_lean(module: nn.Module) -> bool:

@@ -13,8 +13,8 @@ from ..engine.loaded import Loaded
 from .fast import ENGINES, MEMORY_MARGIN, available_memory, can_prepack, check_engine, default_engine, fast_layers, \
     packed_bytes, prepack  # noqa: F401  (ENGINES: the choices, for the CLI and the app)
 from .fused import fuse_projections
-from .lean import make_lean
 from .int8 import INT8_SCHEME, OutlierSplitLinear, quantize_int8
+from .lean import make_lean
 
 Log = Callable[[str], None]
 
