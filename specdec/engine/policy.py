@@ -319,6 +319,7 @@ class CostModel:
     YIELD_CHECKED = True  # a free source's alpha_1 scaled by what its drafter's rounds kept (observe_yield)
     YIELD_CHECKED_TREES = True  # a model tree's too (observe_yield)
     YIELD_SHARED = True  # one check per drafter, over all its cases and budgets (yield_check)
+    OPENING_EVIDENCE = False  # round 0's acceptance learned as this text's (observe: why not)
 
     def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
@@ -411,7 +412,17 @@ class CostModel:
     def observe(self, round: RoundEvent, source: str, free: Mapping[str, "Draft"] | None = None) -> None:
         """What the round showed: the drafting source's acceptance and cost (and its smaller nested
         trees'), each free source's first position from what it would have drafted (free, judged
-        against round.tokens: observe_free), the pass time of its width, the per-round overhead."""
+        against round.tokens: observe_free), the pass time of its width, the per-round overhead.
+
+        Round 0 teaches nothing (unless OPENING_EVIDENCE): its timings carry the prefills, and its
+        acceptance says how a draft opens an answer, which it does worse than it goes on. The Qwen
+        pair's 0.5B draft opens unlike the target on 7 of the sample's 26 first turns
+        (docs/bench-auto/first_tokens.py), and at k = 4 keeps nothing of round 0 on 29-36% of the
+        turns against 9-21% of later rounds. Learned as the text's, one such miss on a maths answer
+        took the draft model's alpha_1 from 0.57 to 0.48 under the four carried observations, and the
+        free sources, whose first tokens read 0.6-0.75 on that text, drafted 14 of the next 20 rounds
+        at 1.2-1.6x plain decoding, where the draft model, once back, made 2.6x
+        (docs/bench-auto/opening_ab.py)."""
         prefill = round.round == 0
         # draft_seconds includes the policy's own choosing; the draft is charged only its proposing,
         # and the choosing, paid by every round alike, is kept apart as an overhead per round.
@@ -420,6 +431,8 @@ class CostModel:
         # prefill, not its cost per token: learning c from it would price the model out for good.
         steady = not prefill and round.catch_up <= CATCH_UP_LIMIT
         self.observed = set()
+        if prefill and not self.OPENING_EVIDENCE:
+            return  # how an answer opens is not how it goes on (the method's docstring)
         if round.drafted:  # what a source shows (a plain round, chosen or with nothing to draft, shows none)
             costs = self.source(source)
             self.observe_yield(round, source)  # (before this round's evidence moves E(k))
@@ -440,7 +453,7 @@ class CostModel:
         if round.k == 0:  # a plain round: time passes for every source's evidence (a free one's
             for name, other in self.sources.items():  # first position just learned instead)
                 other.age(1 if name in self.observed else 0)
-        if prefill:
+        if prefill:  # (OPENING_EVIDENCE only)
             return
         self.overhead.add(round.policy_seconds)
         width = len(round.drafted) + 1

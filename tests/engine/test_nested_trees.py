@@ -5,6 +5,8 @@ check the three things that rest on: the trees are nested; the first nodes accep
 what the smaller tree accepts when verified itself, and sampled, with the smaller tree's own
 distribution (exact enumeration against seeded draws, with a power check); and the cost model
 learns each smaller budget from it and nothing else."""
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -244,7 +246,8 @@ def test_sampled_free_drafts_are_judged_with_the_targets_probability():
     model = CostModel(decay=1.0, prior_weight=0.0)
     for seed in range(runs):
         event = next(iter(speculative_decode(lane, drafter, prompt, Speculation(k=2), Sampling(1.0, seed=seed), 3)))
-        model.observe(event, "draft-model", free={"prompt-lookup": chain_draft([token, 1])})
+        # (judged as a later round would be: round 0's acceptance is not learned, CostModel.observe)
+        model.observe(replace(event, round=1), "draft-model", free={"prompt-lookup": chain_draft([token, 1])})
     kept = model.source("prompt-lookup").kept[0]
     assert kept.weight == runs and len(model.source("prompt-lookup").kept) == 1
     z = lambda prob: (kept.total - runs * prob) / (runs * prob * (1 - prob)) ** 0.5  # noqa: E731

@@ -50,7 +50,7 @@ def test_cost_model_ignores_prefill_and_first_use_of_a_width():
     model = CostModel(decay=1.0)
     model.observe(rnd(0, 4, 4, draft_s=9.0, verify_s=9.0), MODEL)  # round 0 carries the prefill
     assert model.pass_seconds(5) is None and model.source(MODEL).draft.mean is None
-    assert model.source(MODEL).alpha(1) == 1.0  # its acceptance is still evidence
+    assert model.source(MODEL).alpha(1) is None  # and how the answer opens, not how it goes on
     model.observe(rnd(1, 4, 1, draft_s=0.4, verify_s=5.0), MODEL)  # first pass of width 5: warm-up
     assert model.pass_seconds(5) is None and model.source(MODEL).draft.mean == pytest.approx(0.1)
     model.observe(rnd(2, 4, 1, draft_s=0.4, verify_s=0.2, policy_s=0.05), MODEL)
@@ -641,3 +641,21 @@ def test_a_model_tree_that_keeps_less_than_its_carried_alphas_promise_is_priced_
         assert costs.source(tree).alpha(1) > 0.55  # its mean alone, 8 carried rounds against 3
         assert costs.yield_check(MODEL).promised == 0.0
     assert best == {True: False, False: True}
+
+
+def test_round_0_acceptance_is_not_the_texts(monkeypatch):
+    """Round 0 opens the answer: neither the drafting source's acceptance nor a free source's first
+    token learns from it, whichever way it went; from round 1 on both do. OPENING_EVIDENCE (the A/B's
+    other lane, docs/bench-auto/opening_ab.py) learns round 0's acceptance as any other round's."""
+    from specdec.engine.drafters.base import Draft
+
+    free = {"prompt-lookup": Draft([9, 9], None)}
+    for opening_evidence in (False, True):
+        monkeypatch.setattr(CostModel, "OPENING_EVIDENCE", opening_evidence)
+        model = CostModel(decay=1.0, prior_weight=0.0)
+        model.observe(rnd(0, 4, 0, draft_s=9.0, verify_s=9.0), MODEL, free)  # a miss opening the answer
+        learned = [model.source(MODEL).alpha(1), model.source("prompt-lookup").alpha(1)]
+        assert learned == ([0.0, 0.0] if opening_evidence else [None, None])
+        model.observe(rnd(1, 4, 2), MODEL, free)
+        assert model.source(MODEL).alpha(1) == (0.5 if opening_evidence else 1.0)
+        assert model.source("prompt-lookup").alpha(1) == 0.0  # round 1's first token was not 9
