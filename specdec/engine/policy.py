@@ -420,9 +420,9 @@ class CostModel:
         (docs/bench-auto/first_tokens.py), and at k = 4 keeps nothing of round 0 on 29-36% of the
         turns against 9-21% of later rounds. Learned as the text's, one such miss on a maths answer
         took the draft model's alpha_1 from 0.57 to 0.48 under the four carried observations, and the
-        free sources, whose first tokens read 0.6-0.75 on that text, drafted 14 of the next 20 rounds
-        at 1.2-1.6x plain decoding, where the draft model, once back, made 2.6x
-        (docs/bench-auto/opening_ab.py)."""
+        free sources, whose first tokens read 0.6-0.75 on that text, drafted 15 of the next 20 rounds
+        at 1.2x plain decoding, where the draft model, once back, made 2.6x. Not learning it: 1.031x
+        cold, 1.012x warm (docs/bench-auto/opening_ab.py; docs/spec-bench/notes.md)."""
         prefill = round.round == 0
         # draft_seconds includes the policy's own choosing; the draft is charged only its proposing,
         # and the choosing, paid by every round alike, is kept apart as an overhead per round.
