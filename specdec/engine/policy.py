@@ -432,7 +432,10 @@ class CostModel:
         steady = not prefill and round.catch_up <= CATCH_UP_LIMIT
         self.observed = set()
         if prefill and not self.OPENING_EVIDENCE:
-            return  # how an answer opens is not how it goes on (the method's docstring)
+            # How an answer opens is not how it goes on (the docstring). Which sources are free is no
+            # verdict: known from round 0, none takes a measuring round (is_free).
+            self.free.update(map(str, free or ()))
+            return
         if round.drafted:  # what a source shows (a plain round, chosen or with nothing to draft, shows none)
             costs = self.source(source)
             self.observe_yield(round, source)  # (before this round's evidence moves E(k))

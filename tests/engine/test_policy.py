@@ -656,6 +656,7 @@ def test_round_0_acceptance_is_not_the_texts(monkeypatch):
         model.observe(rnd(0, 4, 0, draft_s=9.0, verify_s=9.0), MODEL, free)  # a miss opening the answer
         learned = [model.source(MODEL).alpha(1), model.source("prompt-lookup").alpha(1)]
         assert learned == ([0.0, 0.0] if opening_evidence else [None, None])
+        assert model.is_free("prompt-lookup")  # known free from round 0 on: it takes no measuring round
         model.observe(rnd(1, 4, 2), MODEL, free)
         assert model.source(MODEL).alpha(1) == (0.5 if opening_evidence else 1.0)
         assert model.source("prompt-lookup").alpha(1) == 0.0  # round 1's first token was not 9
