@@ -424,18 +424,18 @@ class CostModel:
         at 1.2x plain decoding, where the draft model, once back, made 2.6x. Not learning it: 1.031x
         cold, 1.012x warm (docs/bench-auto/opening_ab.py; docs/spec-bench/notes.md)."""
         prefill = round.round == 0
-        # draft_seconds includes the policy's own choosing; the draft is charged only its proposing,
-        # and the choosing, paid by every round alike, is kept apart as an overhead per round.
-        proposing = round.draft_seconds - round.policy_seconds
-        # A draft model that first reads a long stretch it sat out (or the whole prompt) pays a
-        # prefill, not its cost per token: learning c from it would price the model out for good.
-        steady = not prefill and round.catch_up <= CATCH_UP_LIMIT
         self.observed = set()
         if prefill and not self.OPENING_EVIDENCE:
             # How an answer opens is not how it goes on (the docstring). Which sources are free is no
             # verdict: known from round 0, none takes a measuring round (is_free).
             self.free.update(map(str, free or ()))
             return
+        # draft_seconds includes the policy's own choosing; the draft is charged only its proposing,
+        # and the choosing, paid by every round alike, is kept apart as an overhead per round.
+        proposing = round.draft_seconds - round.policy_seconds
+        # A draft model that first reads a long stretch it sat out (or the whole prompt) pays a
+        # prefill, not its cost per token: learning c from it would price the model out for good.
+        steady = not prefill and round.catch_up <= CATCH_UP_LIMIT
         if round.drafted:  # what a source shows (a plain round, chosen or with nothing to draft, shows none)
             costs = self.source(source)
             self.observe_yield(round, source)  # (before this round's evidence moves E(k))
