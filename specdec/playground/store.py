@@ -7,9 +7,7 @@ run's last round is still finishing on a worker thread while the next run starts
 from __future__ import annotations
 
 import gc
-import socket
 import threading
-import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Callable
@@ -18,7 +16,7 @@ import torch
 
 from ..engine.pair import Pair
 from ..engine.loaded import Loaded, TokenizerMismatch, check_tokenizers
-from ..models.loading import costs_file, load_model
+from ..models.loading import HUB_UNREACHABLE, cached_on_disk, costs_file, hub_reachable, load_model, unknown_model
 
 DEVICE_LOCK = threading.RLock()
 Log = Callable[[str], None]
@@ -44,41 +42,11 @@ def short(error: BaseException, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-HUB_HOST = ("huggingface.co", 443)
-_hub_seen: dict[str, float] = {}  # "up"/"down" -> when it was last seen so
-
-
-def hub_reachable(timeout: float = 3.0, remember: float = 60.0) -> bool:
-    """One short TCP connect to the Hub, remembered for a minute. Without it, a Hub id on an offline
-    machine costs the loader about a dozen retries (~45 s) before it gives up."""
-    now = time.monotonic()
-    for state in ("up", "down"):
-        if now - _hub_seen.get(state, -remember) < remember:
-            return state == "up"
-    try:
-        socket.create_connection(HUB_HOST, timeout=timeout).close()
-        state = "up"
-    except OSError:
-        state = "down"
-    _hub_seen.clear()
-    _hub_seen[state] = now
-    return state == "up"
-
-
 def hub_id(spec: str) -> bool:
     """A spec the loader will fetch from the Hub (not an offline name, folder or file)."""
     from .limits import HUB_ID, OFFLINE_NAMES
 
     return spec not in OFFLINE_NAMES and HUB_ID.match(spec) is not None and not Path(spec).exists()
-
-
-def cached_on_disk(repo_id: str) -> bool:
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
-    except Exception:  # an unusual id or cache layout: let the loader decide
-        return False
 
 
 class ModelStore:
@@ -123,9 +91,7 @@ class ModelStore:
                 self._models.move_to_end(spec)
                 return self._models[spec]
             if hub_id(spec) and not cached_on_disk(spec) and not self._hub_probe():
-                raise LoadError(f"could not load model {spec!r}: it is not in the local Hugging Face cache and "
-                                "the Hub is unreachable from this machine (offline models: embedded, "
-                                "qwen-coder-1.5b, qwen-coder-0.5b)")
+                raise LoadError(unknown_model(spec, HUB_UNREACHABLE))
             try:
                 loaded = self._loader(spec, device=self.device, dtype=self.dtype, trust_remote_code=False, log=log)
             except BaseException as error:

@@ -186,6 +186,50 @@ def test_a_folder_with_no_model_in_it_is_refused_by_name(cache, tmp_path):
     assert resolve(str(tmp_path), log=lambda message: None) == str(tmp_path)
 
 
+def refuse_to_load(monkeypatch, error: OSError | None = None):
+    """from_pretrained that fails as the Hub would (or the test, if it is reached at all)."""
+    from specdec.models import loading
+
+    def load(*args, **kwargs):
+        if error is None:
+            pytest.fail("must not reach from_pretrained")
+        raise error
+    monkeypatch.setattr(loading.AutoTokenizer, "from_pretrained", load)
+    monkeypatch.setattr(loading, "cached_on_disk", lambda repo_id: False)
+    return loading
+
+
+def test_a_hub_id_on_a_machine_without_the_hub_fails_at_once_naming_what_loads_offline(cache, monkeypatch):
+    loading = refuse_to_load(monkeypatch)
+    monkeypatch.setattr(loading, "hub_reachable", lambda: False)
+    with pytest.raises(offline.ModelUnavailable) as error:
+        loading.load_model("nobody/no-such-model", log=lambda message: None)
+    message = str(error.value)
+    assert "'nobody/no-such-model' is not an offline name (embedded, qwen-coder-1.5b, qwen-coder-0.5b)" in message
+    assert "the Hub is unreachable" in message and "Did you mean" not in message
+    # A misspelt offline name gets the name it was probably meant to be.
+    with pytest.raises(offline.ModelUnavailable, match="Did you mean 'qwen-coder-1.5b'"):
+        loading.load_model("Qwen-Coder-1.5B", log=lambda message: None)
+
+
+def test_a_hub_id_the_hub_refuses_says_so_in_one_line_and_a_local_folder_keeps_its_own_error(
+        cache, monkeypatch, tmp_path):
+    hub_says = OSError("nobody/no-such-model is not a local folder and is not a valid model identifier\n"
+                       "If this is a private repository, make sure to pass a token")
+    loading = refuse_to_load(monkeypatch, hub_says)
+    monkeypatch.setattr(loading, "hub_reachable", lambda: True)
+    with pytest.raises(offline.ModelUnavailable) as error:
+        loading.load_model("nobody/no-such-model", log=lambda message: None)
+    assert "taken as a Hugging Face Hub id" in str(error.value) and "private repository" not in str(error.value)
+    assert "is not a valid model identifier" in str(error.value) and error.value.__cause__ is hub_says
+    # A folder that resolves is loaded as it is, and its error is from_pretrained's own.
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "tokenizer.json").write_text("{}")
+    with pytest.raises(OSError) as error:
+        loading.load_model(str(tmp_path), log=lambda message: None)
+    assert error.value is hub_says
+
+
 def test_fetch_cli_rejects_unknown_choice():
     with pytest.raises(ValueError, match="embedded, qwen-pair, all"):
         offline.fetch_cli("qwen")
