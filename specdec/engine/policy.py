@@ -320,8 +320,6 @@ class CostModel:
     YIELD_CHECKED_TREES = True  # a model tree's too (observe_yield)
     YIELD_SHARED = True  # one check per drafter, over all its cases and budgets (yield_check)
     OPENING_EVIDENCE = False  # round 0's acceptance learned as this text's (observe: why not)
-    OPENINGS = True  # round 0 is chosen on each source's own openings (observe_opening, opening_alpha_1)
-    OPENING_PRIOR = 2.0  # observations of the source's alpha_1 its openings are shrunk towards
 
     def __init__(self, decay: float = 0.9, prior_alpha: float = 0.5, prior_weight: float = 2.0):
         self.decay, self.prior_alpha, self.prior_weight = decay, prior_alpha, prior_weight
@@ -333,8 +331,6 @@ class CostModel:
         self.free: set[str] = set()  # sources the loop has asked for free drafts (observe_free): a lookup each
         # (and, restored, those an earlier process asked)
         self.yields: dict[str, YieldCheck] = {}  # this request's checks (yield_check), by drafter
-        self.openings: dict[str, Decayed] = {}  # each source's first token at round 0: kept (1) or not
-        self.opening = True  # no round of this request observed yet: the next choice opens an answer
 
     def is_free(self, source: str) -> bool:
         """Whether source is drafted by a free drafter: one the loop has asked for a free draft, in any
@@ -364,7 +360,6 @@ class CostModel:
         for name, costs in self.sources.items():
             costs.start_request(evidence, calibration, CARRIED_FREE_DEPTH if self.is_free(name) else None)
         self.yields = {}  # a new text's rounds start unchecked
-        self.opening = True
 
     def sharing_passes(self) -> "CostModel":
         """A cost model for another setup of the same pair: its own sources' evidence, this one's
@@ -378,7 +373,7 @@ class CostModel:
         return {"decay": self.decay, "verify": {str(n): d.to_json() for n, d in self.verify.items()},
                 "seen_widths": sorted(self.seen_widths), "overhead": self.overhead.to_json(),
                 "sources": {name: costs.to_json() for name, costs in self.sources.items()},
-                "free": sorted(self.free), "openings": {name: d.to_json() for name, d in self.openings.items()}}
+                "free": sorted(self.free)}
 
     def restore(self, data: dict, timings: bool = True, draft_scale: float | None = None) -> None:
         """Take over what to_json saved: acceptance, draft costs and overhead. Pass times are taken
@@ -413,7 +408,6 @@ class CostModel:
         # carried reach: on the Qwen pair, a retrieval answer's first round drafted a lookup of 13
         # tokens on an alpha_1 of 0.37 (the deep positions learned on a summary that copied).
         self.free |= set(data.get("free", ()))
-        self.openings.update({name: Decayed.from_json(value, decay) for name, value in data.get("openings", {}).items()})
 
     def observe(self, round: RoundEvent, source: str, free: Mapping[str, "Draft"] | None = None) -> None:
         """What the round showed: the drafting source's acceptance and cost (and its smaller nested
@@ -430,9 +424,7 @@ class CostModel:
         at 1.2x plain decoding, where the draft model, once back, made 2.6x. Not learning it: 1.031x
         cold, 1.012x warm (docs/bench-auto/opening_ab.py; docs/spec-bench/notes.md)."""
         prefill = round.round == 0
-        self.observed, self.opening = set(), False
-        if prefill:
-            self.observe_opening(round, source, free or {})
+        self.observed = set()
         if prefill and not self.OPENING_EVIDENCE:
             # How an answer opens is not how it goes on (the docstring). Which sources are free is no
             # verdict: known from round 0, none takes a measuring round (is_free).
@@ -471,51 +463,6 @@ class CostModel:
         if width in self.seen_widths:
             self.learn_pass(width, round.verify_seconds)
         self.seen_widths.add(width)
-
-    def observe_opening(self, round: RoundEvent, source: str, free: Mapping[str, "Draft"]) -> None:
-        """Round 0's first tokens, each source's kept apart from its acceptance (opening_alpha_1): the
-        drafting source's (and each smaller tree its nested tree stands for, and the chain of a
-        chain-with-siblings round) whether it kept its first token; each free source's whether its
-        first would have been kept (judged as observe_free judges it)."""
-        openings: dict[str, bool] = {}
-        if round.drafted:
-            chain = chain_verdict(round, source)
-            openings[str(source)] = round.accepted >= 1 if chain is None else chain[1] >= 1
-            if round.tree is not None and round.tree.nested:
-                for name in [n for n in self.sources if _smaller_nested(n, source, None)]:
-                    openings[name] = len(round.tree.first(Source(name).budget).path) >= 1
-        for name, draft in free.items():
-            if draft.tokens:
-                for size, kept in self.first_kept(name, draft, round.tokens[0]):
-                    openings.setdefault(size, kept)
-        for name, kept in openings.items():
-            self.openings.setdefault(name, Decayed(self.decay)).add(1.0 if kept else 0.0)
-
-    def opening_alpha_1(self, source: str) -> float | None:
-        """How often source's first token is kept where an answer opens (round 0), shrunk towards its
-        alpha_1 with OPENING_PRIOR observations; None before any opening was seen. Round 0 reads the
-        prompt's end, and what follows it there is not what follows a token mid-answer. In four
-        Qwen-pair runs on the AVX2 host (docs/bench-auto/opening_sources.txt), auto drafted round 0
-        from token recycling's table, learned mid-answer, 22 times and kept its first token 6 times
-        (27%), and from prompt lookup's short case 8 times, keeping none; the draft model kept 38 of
-        60. On an 11-token answer that was a round of three lost: QA 021 took 5 rounds to the draft
-        model's 3 at k = 4, 0.73x transformers' assisted generation."""
-        seen = self.openings.get(source)
-        if seen is None or seen.weight <= 0:
-            return None
-        prior = self.position_alphas(source, 1)[0]
-        return (seen.total + self.OPENING_PRIOR * prior) / (seen.weight + self.OPENING_PRIOR)
-
-    def first_kept(self, name: str, draft: "Draft", first: int) -> list[tuple[str, bool]]:
-        """Whether a free draft (and each smaller tree its nested tree stands for) has the committed
-        first token among its root's children: its first token kept (observe_free)."""
-        kept = []
-        for size in [name] + [other for other in self.sources if _smaller_nested(other, name, draft)]:
-            budget = Source(size).budget if size != name else None
-            roots = [token for node, (token, parent) in enumerate(_nodes(draft))
-                     if parent < 0 and (budget is None or node < budget)]
-            kept.append((size, first in roots))
-        return kept
 
     def observe_yield(self, round: RoundEvent, source: str) -> None:
         """A free source's or a model tree's round (yield_checked): the alpha_1 it was chosen on (its
@@ -664,14 +611,20 @@ class CostModel:
         nodes). Each source learns once a round: one this round drafted, or stood for as a nested
         tree's first nodes, keeps that evidence. Width and cost learn only from a source's own
         rounds (a free draft is asked at a depth of the loop's choosing)."""
+        first = committed[0]
         self.free.update(map(str, drafts))
         for name, draft in drafts.items():
             if not draft.tokens:
                 continue
-            for size, kept in self.first_kept(name, draft, committed[0]):
-                if size not in self.observed:
-                    self.source(size).observe_first(kept)
-                    self.observed.add(size)
+            sizes = [name] + [other for other in self.sources if _smaller_nested(other, name, draft)]
+            for size in sizes:
+                if size in self.observed:
+                    continue
+                budget = Source(size).budget if size != name else None
+                roots = [token for node, (token, parent) in enumerate(_nodes(draft))
+                         if parent < 0 and (budget is None or node < budget)]
+                self.source(size).observe_first(first in roots)
+                self.observed.add(size)
 
     def learn_pass(self, width: int, seconds: float) -> None:
         """One timed target pass over width tokens. A width never timed starts from what the widths
@@ -878,8 +831,6 @@ class CostPolicy:
         reach = self.trust_region(sources)
         plain_round = plain + (self.costs.overhead.mean or 0.0)  # plain decoding: 1 token per plain_round
         draws = {s: self.draw_alpha_1(s) for s in sources}
-        if self.costs.OPENINGS and self.costs.opening:  # round 0: each source as it opens answers
-            draws.update({s: a for s in sources if (a := self.costs.opening_alpha_1(s)) is not None})
         source, k, drawn_gain = self.best(sources, reach, plain_round, draws)
         # 3. Plain decoding where no draw beats it; the reasons quote the evidence at face value.
         _, _, gain = self.best([source], reach, plain_round)

@@ -643,59 +643,6 @@ def test_a_model_tree_that_keeps_less_than_its_carried_alphas_promise_is_priced_
     assert best == {True: False, False: True}
 
 
-def test_openings_are_learned_apart_from_acceptance_and_carried_across_processes():
-    """Round 0 teaches each source how it opens an answer: the drafting source whether it kept its
-    first token, each free source whether its first would have been kept. That goes to openings,
-    not to acceptance; it survives to_json/restore; a new request opens again."""
-    from specdec.engine.drafters.base import Draft
-
-    model = CostModel(decay=1.0, prior_weight=0.0)
-    free = {LOOKUP: Draft([9, 9], None), "recycling:2:2": Draft([0, 5], None)}
-    model.observe(rnd(0, 4, 2), MODEL, free)  # committed first token 0: the model and recycling kept it
-    assert not model.opening
-    assert {name: model.openings[name].mean for name in model.openings} == {MODEL: 1.0, LOOKUP: 0.0,
-                                                                             "recycling:2:2": 1.0}
-    assert model.source(MODEL).alpha(1) is None and model.source(LOOKUP).alpha(1) is None
-    model.observe(rnd(1, 4, 0), MODEL, {LOOKUP: Draft([0], None)})  # round 1: acceptance, not openings
-    assert model.openings[MODEL].weight == 1.0 and model.openings[LOOKUP].mean == 0.0
-    assert model.source(MODEL).alpha(1) == 0.0 and model.source(LOOKUP).alpha(1) == 1.0
-    # Shrunk towards the source's alpha_1 with OPENING_PRIOR observations; None where none was seen.
-    assert model.opening_alpha_1(LOOKUP) == pytest.approx(2 * 1.0 / 3)
-    assert model.opening_alpha_1("draft-tree:8") is None
-    restored = CostModel(decay=1.0)
-    restored.restore(model.to_json())
-    assert {n: d.mean for n, d in restored.openings.items()} == {n: d.mean for n, d in model.openings.items()}
-    model.start_request()
-    assert model.opening
-
-
-def test_round_0_is_chosen_on_how_each_source_opens(monkeypatch):
-    """A free source that does well mid-answer but not where answers open (token recycling's table)
-    is not drafted in round 0 once its openings show it; from round 1 on its acceptance decides
-    again. OPENINGS off, round 0 is chosen as any other round."""
-    from specdec.engine.drafters.base import Draft
-
-    v = {n: 0.10 + 0.01 * n for n in range(1, 12)}
-    model = teach(v, 0.03, 0.6, 4)  # the draft model: 30 ms a token, alpha 0.6
-    model.free.add(LOOKUP)
-    for i in range(40):  # prompt lookup mid-answer: 4 of 4 kept, free
-        model.observe(rnd(100 + i, 4, 4, verify_s=v[5]), LOOKUP)
-    policy = CostPolicy(k_max=8, costs=model)
-    model.start_request()
-    assert policy.choose([MODEL, LOOKUP]).source == LOOKUP  # no opening seen: chosen on its acceptance
-    for _ in range(6):  # six answers open: the model keeps its first token, the lookup's is never kept
-        model.start_request()
-        model.observe(rnd(0, 4, 2), MODEL, {LOOKUP: Draft([9, 9, 9, 9], None)})
-        model.observe(rnd(1, 4, 4, verify_s=v[5]), LOOKUP)  # and it keeps all it drafts later on
-    model.start_request()
-    assert policy.choose([MODEL, LOOKUP]).source == MODEL
-    monkeypatch.setattr(CostModel, "OPENINGS", False)
-    assert policy.choose([MODEL, LOOKUP]).source == LOOKUP
-    monkeypatch.setattr(CostModel, "OPENINGS", True)
-    model.observe(rnd(0, 4, 2), MODEL, {LOOKUP: Draft([9], None)})
-    assert policy.choose([MODEL, LOOKUP]).source == LOOKUP  # round 1: its acceptance again
-
-
 def test_round_0_acceptance_is_not_the_texts(monkeypatch):
     """Round 0 opens the answer: neither the drafting source's acceptance nor a free source's first
     token learns from it, whichever way it went; from round 1 on both do. OPENING_EVIDENCE (the A/B's
