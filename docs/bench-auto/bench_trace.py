@@ -14,7 +14,8 @@ lead auto elsewhere.
 
 (docs/bench-auto/bench_trace_016.txt: translation 016's rounds from that run, at e70d58a, when y was
 each source's own check. bench_trace_avx2.txt and bench_trace_avx2_saved.txt: runs on a host without
-AVX-512, each file's first lines giving its command.)
+AVX-512, each file's first lines giving its command; bench_trace_016_021_saved.txt: two short answers
+from the costs a run of the other half saved at its end.)
 """
 import sys
 
