@@ -80,10 +80,12 @@ def machine() -> dict:
     cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")),
                platform.processor() or "unknown CPU")
     # A virtual CPU's name can hide its generation ("AMD EPYC" on hosts with and without AVX-512, whose
-    # fp32 kernels differ 2-3x on these models): the widest vector extension goes beside it.
+    # fp32 kernels differ 2-3x on these models; "Intel Xeon Processor" with and without AMX, the matrix
+    # units oneDNN's bf16 and int8 kernels use): the widest vector extension and AMX go beside it.
     flags = set(next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), []))
     vector = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else ""
-    cpu += f" ({vector})" if vector else ""
+    extensions = [name for name in (vector, "AMX" if "amx_tile" in flags else "") if name]
+    cpu += f" ({', '.join(extensions)})" if extensions else ""
     mem = next((int(line.split()[1]) / 2**20 for line in _read("/proc/meminfo").splitlines()
                 if line.startswith("MemTotal")), None)
     if torch.cuda.is_available():

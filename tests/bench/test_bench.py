@@ -340,7 +340,8 @@ def test_auto_goals_judge_the_worst_category_and_transformers_defaults():
 
 
 def test_the_machine_names_its_vector_extension(monkeypatch):
-    """Two hosts both called "AMD EPYC" ran these models 2-3x apart (AVX-512 or not): a report says which."""
+    """Two hosts both called "AMD EPYC" ran these models 2-3x apart (AVX-512 or not): a report says which,
+    and whether the CPU has AMX's matrix units."""
     from specdec.bench import meters
 
     def cpuinfo(flags: str):
@@ -350,6 +351,8 @@ def test_the_machine_names_its_vector_extension(monkeypatch):
     assert meters.machine()["cpu"] == "AMD EPYC (AVX-512)"
     monkeypatch.setattr(meters, "_read", cpuinfo("avx avx2"))
     assert meters.machine()["cpu"] == "AMD EPYC (AVX2)"
+    monkeypatch.setattr(meters, "_read", cpuinfo("avx avx2 avx512f amx_bf16 amx_tile amx_int8"))
+    assert meters.machine()["cpu"] == "AMD EPYC (AVX-512, AMX)"
     monkeypatch.setattr(meters, "_read", cpuinfo("neon"))
     assert meters.machine()["cpu"] == "AMD EPYC"
 
