@@ -88,8 +88,13 @@ def answers(run: str) -> list[dict] | None:
             return None
         ids = {a["question_id"] for a in fast} & {a["question_id"] for a in eager}
         return fast + [{**a, "method": f"{a['method']}, eager engine"} for a in eager if a["question_id"] in ids]
-    path = HERE / run / "spec_bench.json"
+    path = results(run)
     return json.loads(path.read_text())["answers"] if path.exists() else None
+
+
+def results(run: str) -> Path:
+    """The run's spec_bench.json (qwen-engines': qwen-fast's, whose run it is, with qwen-eager's beside)."""
+    return HERE / ("qwen-fast" if run == "qwen-engines" else run) / "spec_bench.json"
 
 
 def row_of(goal: Goal, run: str) -> str | None:
@@ -110,8 +115,7 @@ def row_of(goal: Goal, run: str) -> str | None:
 
 def committed(run: str) -> str:
     """When the run's results were committed, and by which commit (the code it ran is at or before it)."""
-    path = HERE / ("qwen-fast" if run == "qwen-engines" else run) / "spec_bench.json"
-    found = subprocess.run(["git", "log", "-1", "--format=%h, %cd", "--date=format:%Y-%m-%d %H:%M", "--", str(path)],
+    found = subprocess.run(["git", "log", "-1", "--format=%h, %cd", "--date=format:%Y-%m-%d %H:%M", "--", str(results(run))],
                            capture_output=True, text=True, cwd=HERE).stdout.strip()
     return found or "not committed"
 

@@ -138,6 +138,12 @@ declare -A titles=([qwen]="Qwen2.5-Coder-1.5B + 0.5B int8 draft, greedy"
   echo "Read off the runs below by \`docs/spec-bench/goals.py\` (Spec-Bench's arithmetic; a task of one question is one answer's worth). Where a goal is missed, \"What it says\" below says why, with the numbers. The goals on the bench's own categories are in docs/AUTO.md."
   echo
   $python docs/spec-bench/goals.py
+  echo
+  echo "## Every run"
+  echo
+  echo "Each run's latest figures, one row each (\`docs/spec-bench/latest.py\`, the README's table): overall speedups over our standard decoding, Spec-Bench's arithmetic, and auto against transformers' assisted defaults overall and on auto's worst task."
+  echo
+  $python docs/spec-bench/latest.py
   for setup in qwen qwen-engines qwen-tasks qwen-tasks-avx2 qwen-two-per-task qwen-two-per-task-avx2 qwen-other-half qwen-other-half-avx2 qwen-long qwen-long-avx2 qwen-fp32-tasks qwen-fp32-tasks-avx2 qwen-recycling smollm2 smollm2-other-half smollm2-other-half-avx2 qwen-sampled qwen-sampled-tasks qwen-sampled-tasks-avx2 smollm2-sampled smollm2-sampled-other-half; do
     [[ -f docs/spec-bench/$setup/spec_bench.md ]] || continue
     echo
