@@ -55,13 +55,18 @@ class Forwards:
     """Counts forward passes of the target and the draft while a lane runs (forward pre-hooks, a
     Python call each): target passes are rounds for a speculative lane, tokens for a plain one, and
     draft passes per round how often the draft ran: one per drafted token for transformers' and for
-    ours where no guess held; fewer where our staged passes drafted several (engine/drafters/staged.py)."""
+    ours where no guess held; fewer where our staged passes drafted several (engine/drafters/staged.py).
+
+    The hooks sit on each model's body (transformers' base_model: the decoder stack), which every
+    pass runs once, whoever calls it: a draft with a short head (engine/short_head.py) runs its body
+    and its own head, never the model's top-level forward, so a hook there counted none of its
+    passes (AUTO.md read 0.000 draft passes a round for auto)."""
 
     def __init__(self, target: torch.nn.Module, draft: torch.nn.Module | None = None):
         self.target = self.draft = 0
-        self._hooks = [target.register_forward_pre_hook(lambda *_: self._add("target"))]
+        self._hooks = [body(target).register_forward_pre_hook(lambda *_: self._add("target"))]
         if draft is not None:
-            self._hooks.append(draft.register_forward_pre_hook(lambda *_: self._add("draft")))
+            self._hooks.append(body(draft).register_forward_pre_hook(lambda *_: self._add("draft")))
 
     def _add(self, which: str) -> None:
         setattr(self, which, getattr(self, which) + 1)
@@ -70,6 +75,11 @@ class Forwards:
         for hook in self._hooks:
             hook.remove()
         return {"target_forwards": self.target, "draft_forwards": self.draft}
+
+
+def body(model: torch.nn.Module) -> torch.nn.Module:
+    """The module every pass of model runs once: its base_model (the model itself where it has none)."""
+    return getattr(model, "base_model", model)
 
 
 def machine() -> dict:

@@ -339,6 +339,24 @@ def test_auto_goals_judge_the_worst_category_and_transformers_defaults():
     assert [g["goal"] for g in goals(plain) if "defaults" in g["goal"]] == []
 
 
+def test_forward_passes_are_counted_whoever_runs_the_model():
+    """A draft with a short head runs its body and its own head, not the model's forward: each of its
+    passes still counts once, as a full forward (the target's, transformers') does."""
+    from specdec.bench.meters import Forwards
+    from specdec.engine.kvcache import CachedModel
+
+    target, draft = tiny_model("llama", seed=0, vocab=256), tiny_model("llama", seed=1, vocab=256)
+    whole, short = CachedModel(target), CachedModel(draft, head_rows=64)
+    assert short.head is not None
+    counter = Forwards(target, draft)
+    whole.logits([3, 5, 7], 1)
+    for ids in ([3, 5, 7], [3, 5, 7, 9], [3, 5, 7, 9, 11]):
+        short.logits(ids, 1)
+    with torch.no_grad():
+        target(torch.tensor([[3, 5]]))
+    assert counter.close() == {"target_forwards": 2, "draft_forwards": 3}
+
+
 def test_the_machine_names_its_vector_extension(monkeypatch):
     """Two hosts both called "AMD EPYC" ran these models 2-3x apart (AVX-512 or not): a report says which,
     and whether the CPU has AMX's matrix units."""
