@@ -1,18 +1,22 @@
 """Which kernel should the Qwen 0.5B draft run on a CPU with AMX (Intel Sapphire Rapids and later)?
 
-A draft step at one token reads every weight once, so its floor is its bytes over the memory's
-bandwidth: about 0.63 GB in int8 and 1.26 GB in bf16 (630 M parameters as loaded; the head is
-untied), so at 25-30 GB/s about 21-25 ms against 42-50 ms. AMX's tiles (bf16 and int8 matrix units)
-do the arithmetic of a wide pass faster, but the arithmetic of a one-token pass is not what bounds
-it. So the question is measured, not argued: each variant loaded as load_model loads it (stacked
+A draft step at one token reads every weight it multiplies by once: 494 M of the 630 M it has as
+loaded (the embedding is looked up, a row a token), about 0.49 GB in int8 and 0.99 GB in bf16, so at
+25-30 GB/s its floor is about 17-20 ms against 33-40 ms. AMX's tiles (bf16 and int8 matrix units) do
+the arithmetic of a wide pass faster, but the arithmetic of a one-token pass is not what bounds it.
+So the question is measured, not argued: each variant loaded as load_model loads it (stacked
 projections, lean layers), then raced against the int8 draft the engine runs today (PyTorch's
 default quantized engine, "x86", which takes FBGEMM's kernels for a dynamic linear layer),
 interleaved pass by pass over the same 100-token context with a rollback before each pass
-(fused_projections.py's race):
+(fused_projections.py's race); every lane reads its whole LM head (the drafter's short head,
+engine/short_head.py, is left out: its rows are re-packed under the global quantized engine, which
+would hand the oneDNN lane's head back to FBGEMM):
 
 - int8 through oneDNN (torch.backends.quantized.engine = "onednn" while quantizing: the weights are
   packed for oneDNN's int8 kernels, which use AMX's int8 tiles where the CPU has them);
-- bf16 prepacked for oneDNN (the fast engine's packed linear layers in bf16: AMX's bf16 tiles).
+- bf16 as the fast engine runs it: PyTorch's own bf16 linear for passes up to its calibrated
+  `dense_rows` tokens (printed; ATen routes a bf16 GEMM to oneDNN where the CPU does bf16,
+  use_mkldnn_bf16_matmul), a oneDNN-packed copy for wider ones (models/fast.py).
 
 The logits of the two lanes differ (other rounding), and the last column says by how much: a
 draft's precision moves how often its tokens are kept, never the output.
@@ -23,6 +27,7 @@ import torch
 
 from fused_projections import print_header, print_race, race
 from specdec.engine.kvcache import CachedModel
+from specdec.models.fast import fast_layers
 from specdec.models.loading import load_model
 
 SPEC = "qwen-coder-0.5b"
@@ -50,6 +55,8 @@ def main() -> None:
     today = load("int8 x86")
     for variant in ("int8 onednn", "bf16"):
         other = load(variant)
+        if layers := fast_layers(other):
+            print(f"# {variant}: passes over up to {layers[0].dense_rows} tokens on the dense kernel, wider packed")
         lanes = {"today": CachedModel(today), variant: CachedModel(other)}
         for width in WIDTHS:
             seconds, worst = race(lanes, width)
