@@ -16,3 +16,7 @@ $python -m specdec.bench.fastpath --report docs/fastpath/epyc-embedded.json --no
 # against 24 ms): ours against generate() 1.05x fast, 1.04x eager, the same tokens; kept apart from the
 # table above (docs/spec-bench/notes.md, session of 2026-11-27 from 10:01).
 #   $python -m specdec.bench.fastpath --models embedded --no-pairs --out docs/fastpath/epyc-embedded-slow-host.json
+# The 2-core Intel Xeon with AVX-512 and AMX (2026-12-01), SmolLM2 only, standard decoding against
+# generate() on both engines (about 2 minutes): docs/fastpath/xeon-amx-embedded.md.
+#   $python -m specdec.bench.fastpath --models embedded --no-pairs --repeats 7 --out docs/fastpath/xeon-amx-embedded.json
+#   $python -m specdec.bench.fastpath --report docs/fastpath/xeon-amx-embedded.json > docs/fastpath/xeon-amx-embedded.md
